@@ -1,0 +1,50 @@
+"""Decisions: GET /v1/decision (query parameters are the problem fields), POST /v1/decisions."""
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query
+
+from dispatcher import AttentionProblem, ProblemError
+
+from ..deps import DispatchersDep
+from ..schemas import DecisionPublic, DecisionsPublic, DecisionsRequest, ProblemIn, ProblemQuery
+
+router = APIRouter(prefix="/v1", tags=["decisions"])
+
+
+def unprocessable(e: ProblemError, loc: list) -> HTTPException:
+    return HTTPException(422, detail=[{"loc": [*loc, e.field], "msg": str(e), "type": "value_error"}])
+
+
+def to_problem(p: ProblemIn, loc: list) -> AttentionProblem:
+    try:
+        return AttentionProblem(**p.model_dump(exclude={"device"}))
+    except ProblemError as e:
+        raise unprocessable(e, loc) from None
+
+
+def device_error(e: ValueError) -> HTTPException:
+    return HTTPException(404, detail=str(e))
+
+
+@router.get("/decision", response_model=DecisionPublic)
+def decision(q: Annotated[ProblemQuery, Query()], ds: DispatchersDep):
+    """The pipeline to run for one problem."""
+    problem = to_problem(q, ["query"])
+    try:
+        return ds.get(q.device).choose(problem).to_dict()
+    except ValueError as e:
+        raise device_error(e) from None
+
+
+@router.post("/decisions", response_model=DecisionsPublic)
+def decisions(body: DecisionsRequest, ds: DispatchersDep):
+    """Decisions for many problems at once, in order."""
+    problems = [to_problem(p, ["body", "problems", i]) for i, p in enumerate(body.problems)]
+    try:
+        d = ds.get(body.device)
+    except ValueError as e:
+        raise device_error(e) from None
+    out = [d.choose(p).to_dict() for p in problems]
+    return {"decisions": out, "count": len(out)}

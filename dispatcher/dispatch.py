@@ -1,0 +1,117 @@
+"""Dispatcher.choose(problem) -> Decision, from a table loaded once; no I/O on the hot path."""
+from __future__ import annotations
+
+import os
+
+from . import store
+from .decision import Decision
+from .device import DeviceInfo, describe, named
+from .pipeline import Pipeline, candidates
+from .policy import max_relerr
+from .problem import AttentionProblem
+from .registry import KernelSpec, eligible, load_registry
+from .rules import DEFAULT_RULE, RULES, resolve
+from .table import Ranking, Table, rank
+
+CACHE_LIMIT = 65536   # distinct buckets remembered; bounded so hostile traffic cannot grow memory
+
+
+class Dispatcher:
+    def __init__(self, table: Table, device: DeviceInfo, registry: dict[str, KernelSpec] | None = None,
+                 rule: str = DEFAULT_RULE, max_relerr: float | None = None, timing_mode: str = ""):
+        if rule not in RULES:
+            raise ValueError(f"rule {rule!r} is unknown; use one of {', '.join(RULES)}")
+        self.table, self.device, self.rule = table, device, rule
+        self.registry = registry or load_registry()
+        self.max_relerr = max_relerr
+        self.timing_mode = timing_mode
+        self._cache: dict[AttentionProblem, Decision] = {}
+
+    def choose(self, problem: AttentionProblem) -> Decision:
+        bucket = problem.bucket()
+        hit = self._cache.get(bucket)
+        if hit is None:
+            hit = self._decide(bucket)
+            if len(self._cache) < CACHE_LIMIT:
+                self._cache[bucket] = hit
+        return hit
+
+    # -- off the fast path: once per bucket -------------------------------------------
+    def _decide(self, p: AttentionProblem) -> Decision:
+        cands = candidates(self.registry, p, self.device)
+        passed = {k: r for k, s in self.registry.items() if (r := eligible(s, p, self.device))}
+        rule_pick, rule_notes = resolve(self.rule, p, self.device, cands, passed)
+        if rule_pick is None:
+            raise LookupError(f"no kernel can serve {p} on {self.device.name}: "
+                              + "; ".join(f"{k}: {', '.join(r)}" for k, r in passed.items()))
+        allowed = {c.id for c in cands}
+        budget = max_relerr(p.kv_dtype, p.out_dtype, self.max_relerr)
+        ranking = rank(self.table.timings(p), budget, rule_pick.id, allowed)
+        if ranking is not None:
+            return self._from_ranking(ranking, "measured", budget, "measured here")
+        for near in self.table.neighbours(p):
+            ranking = rank(self.table.timings(near), budget, rule_pick.id, allowed)
+            if ranking is not None:
+                where = f"nearest measured shape batch_size={near.batch_size} q_len={near.q_len} kv_len={near.kv_len}"
+                return self._from_ranking(ranking, "nearest", budget, where)
+        why = f"no measurement of this shape family on {self.device.name}; rule {self.rule} picks {rule_pick.id}"
+        if rule_notes:
+            why += " (passed over: " + "; ".join(rule_notes) + ")"
+        return self._decision(rule_pick, None, None, "rule", why)
+
+    def _from_ranking(self, r: Ranking, source: str, budget: float, where: str) -> Decision:
+        w = r.winner
+        why = f"{where}: {w.pipeline.id} {w.median_us:.1f} us"
+        if r.runner_up is not None:
+            rel = "tie within noise with" if r.tie else f"{r.runner_up.median_us / w.median_us:.2f}x faster than"
+            why += f", {rel} {r.runner_up.pipeline.id} {r.runner_up.median_us:.1f} us"
+            if r.tie:
+                why += f" (kept {self.rule}'s choice)" if w.pipeline.kernel else ""
+        if r.over_budget:
+            why += f"; over the {budget:g} relative-error budget: {', '.join(r.over_budget)}"
+        return self._decision(w.pipeline, w.median_us, w.relerr, source, why)
+
+    def _decision(self, pipe: Pipeline, us: float | None, relerr: float | None, source: str, why: str) -> Decision:
+        return Decision(kernel=pipe.kernel, q_dtype=pipe.q_dtype, fused_out_quant=pipe.fused_out_quant,
+                        expected_us=us, source=source, device=self.device.name, reason=why,
+                        pipeline=pipe.id, tactic=pipe.tactic, q_quant=pipe.q_quant,
+                        out_quant=pipe.out_quant, relerr=relerr)
+
+
+LOCAL = ("auto", "cpu", "cuda")
+
+
+def default_timing_mode(device: DeviceInfo) -> str:
+    return "graph" if device.kind == "cuda" else "wall"
+
+
+def resolve_device(device: str | None, envs: list[dict]) -> DeviceInfo:
+    """None/"auto"/"cpu"/"cuda[:N]": this host's device; anything else a device name in the database."""
+    spec = (device or "auto")
+    if spec.lower() in LOCAL or spec.lower().startswith("cuda:"):
+        return describe(spec)
+    rows = [e for e in envs if e["device_name"] == spec]
+    if not rows:
+        names = sorted({e["device_name"] for e in envs})
+        raise ValueError(f"device {spec!r} is not in the database; it holds: "
+                         f"{', '.join(names) if names else 'no environments yet (run tuner sweep)'}")
+    cc = rows[-1]["compute_capability"]
+    cc_t = tuple(int(x) for x in cc.split(".")) if cc else None
+    return named(spec, cc_t, rows[-1]["sm_count"] or 0)
+
+
+def load(db: str | os.PathLike | None = None, device: str | None = None, *, rule: str = DEFAULT_RULE,
+         timing_mode: str | None = None, max_relerr: float | None = None,
+         registry: dict[str, KernelSpec] | None = None) -> Dispatcher:
+    """Load the decision table for `device` from the database once (see Dispatcher.choose)."""
+    conn = store.open_readonly(db)
+    try:
+        envs = store.environments(conn) if conn else []
+        dev = resolve_device(device, envs)
+        mode = timing_mode or default_timing_mode(dev)
+        ids = [e["id"] for e in envs if e["device_name"] == dev.name and e["timing_mode"] == mode]
+        table = Table.from_rows(store.ok_measurements(conn, ids)) if ids else Table()
+    finally:
+        if conn:
+            conn.close()
+    return Dispatcher(table, dev, registry, rule, max_relerr, mode)

@@ -1,0 +1,84 @@
+"""A candidate is a whole pipeline: [q-quant] -> attention kernel -> [out-quant], with the kernel's tactic."""
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass
+
+from .device import DeviceInfo
+from .problem import AttentionProblem
+from .registry import KernelSpec, combos_for, eligible
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    kernel: str
+    q_dtype: str              # the dtype the kernel reads the query in ("fp8" after a q-quant op)
+    kv_dtype: str
+    kernel_out_dtype: str     # what the kernel writes; "fp8" = fused out-quant
+    q_quant: bool = False
+    out_quant: bool = False   # a separate FP8 quant op after the kernel
+    tactic: tuple[tuple[str, object], ...] = ()
+
+    @property
+    def fused_out_quant(self) -> bool:
+        return self.kernel_out_dtype == "fp8"
+
+    @property
+    def id(self) -> str:
+        s = self.kernel
+        if self.tactic:
+            s += "[" + ",".join(f"{k}={_fmt(v)}" for k, v in self.tactic) + "]"
+        if self.q_quant:
+            s += "+q-quant"
+        if self.fused_out_quant:
+            s += "+fused-out"
+        elif self.out_quant:
+            s += "+out-quant"
+        return s
+
+    def tactic_dict(self) -> dict:
+        return dict(self.tactic)
+
+    def to_row(self) -> dict:
+        return {"pipeline": self.id, "kernel": self.kernel, "kernel_q_dtype": self.q_dtype,
+                "kernel_out_dtype": self.kernel_out_dtype, "q_quant": int(self.q_quant),
+                "out_quant": int(self.out_quant), "tactic": json.dumps(self.tactic_dict(), sort_keys=True)}
+
+    @classmethod
+    def from_row(cls, row) -> "Pipeline":
+        tactic = tuple(sorted(json.loads(row["tactic"] or "{}").items()))
+        return cls(kernel=row["kernel"], q_dtype=row["kernel_q_dtype"], kv_dtype=row["kv_dtype"],
+                   kernel_out_dtype=row["kernel_out_dtype"], q_quant=bool(row["q_quant"]),
+                   out_quant=bool(row["out_quant"]), tactic=tactic)
+
+
+def _fmt(v) -> str:
+    return str(v).lower() if isinstance(v, bool) else str(v)
+
+
+def tactics_of(spec: KernelSpec, device: DeviceInfo, all_tactics: bool = True) -> list[tuple]:
+    space = spec.tactic_space(device.kind)
+    if not space:
+        return [()]
+    names = sorted(space)
+    if not all_tactics:
+        return [tuple((n, space[n][0]) for n in names)]
+    return [tuple(zip(names, values)) for values in itertools.product(*(space[n] for n in names))]
+
+
+def pipelines_for(spec: KernelSpec, problem: AttentionProblem, device: DeviceInfo,
+                  all_tactics: bool = True) -> list[Pipeline]:
+    """Every pipeline through `spec` that serves the problem; empty when the kernel is ineligible."""
+    if eligible(spec, problem, device):
+        return []
+    out = []
+    for combo, q_quant, out_quant in combos_for(spec, problem):
+        for tactic in tactics_of(spec, device, all_tactics):
+            out.append(Pipeline(spec.id, combo.q, combo.kv, combo.out, q_quant, out_quant, tactic))
+    return out
+
+
+def candidates(registry: dict[str, KernelSpec], problem: AttentionProblem, device: DeviceInfo,
+               all_tactics: bool = True) -> list[Pipeline]:
+    return [p for spec in registry.values() for p in pipelines_for(spec, problem, device, all_tactics)]

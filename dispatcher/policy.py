@@ -1,0 +1,24 @@
+"""Accuracy policy: the relative error (vs a float32 reference) a pipeline may have and still win."""
+from __future__ import annotations
+
+import os
+
+# Measured on the H200 (shared/gpu/README.md): FA2 on an FP8 cache 0.002-0.003, the XQA FP8 kernel
+# 0.035-0.05 (it casts q to e4m3 and quantizes P); e4m3 output rounding alone adds ~0.036 rms.
+DEFAULT_MAX_RELERR = {
+    ("bf16", "bf16"): 0.02,
+    ("fp8", "bf16"): 0.08,
+    ("bf16", "fp8"): 0.10,
+    ("fp8", "fp8"): 0.10,
+}
+ENV_VAR = "SWITCHYARD_MAX_RELERR"
+
+
+def max_relerr(kv_dtype: str, out_dtype: str, override: float | None = None) -> float:
+    """The budget for a kv/out dtype pair: `override`, else $SWITCHYARD_MAX_RELERR, else the default."""
+    if override is not None:
+        return float(override)
+    if os.environ.get(ENV_VAR):
+        return float(os.environ[ENV_VAR])
+    norm = lambda d: "fp8" if d == "fp8" else "bf16"  # noqa: E731 (fp16 budgets as bf16)
+    return DEFAULT_MAX_RELERR[(norm(kv_dtype), norm(out_dtype))]

@@ -1,0 +1,153 @@
+"""The attention problem: one frozen, validated, hashable value shared by Python, CLI and REST."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+PHASES = ("decode", "prefill")
+DTYPES = ("bf16", "fp16", "fp8")
+# spellings users bring from torch / vLLM, normalised to ours
+DTYPE_ALIASES = {
+    "bfloat16": "bf16", "float16": "fp16", "half": "fp16", "auto": "bf16",
+    "fp8_e4m3": "fp8", "e4m3": "fp8", "float8_e4m3fn": "fp8",
+}
+
+
+class ProblemError(ValueError):
+    """An invalid problem; `field` names the offending field."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+def _dtype(field: str, value: Any) -> str:
+    v = DTYPE_ALIASES.get(str(value).lower(), str(value).lower())
+    if v not in DTYPES:
+        raise ProblemError(field, f"{field} {value!r} is not supported; use one of {', '.join(DTYPES)}")
+    return v
+
+
+def _positive_int(field: str, value: Any, upper: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        try:
+            if isinstance(value, bool) or float(value) != int(value):
+                raise ValueError
+            value = int(value)
+        except (TypeError, ValueError):
+            raise ProblemError(field, f"{field} {value!r} is not an integer; give a whole number >= 1") from None
+    if not 1 <= value <= upper:
+        raise ProblemError(field, f"{field} {value} is out of range; use 1 <= {field} <= {upper}")
+    return value
+
+
+def _flag(field: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if str(value).lower() in ("true", "1", "yes"):
+        return True
+    if str(value).lower() in ("false", "0", "no"):
+        return False
+    raise ProblemError(field, f"{field} {value!r} is not a boolean; use true or false")
+
+
+def next_pow2(n: int) -> int:
+    return 1 << (n - 1).bit_length()
+
+
+@dataclass(frozen=True)
+class AttentionProblem:
+    """One attention call as a serving engine issues it (per GPU, after tensor parallelism).
+
+    kv_len counts the KV tokens of a request including the new ones (the maximum where ragged);
+    q_len is the new query tokens per request (1 for decode).
+    """
+
+    phase: str
+    num_qo_heads: int
+    num_kv_heads: int
+    head_dim: int
+    page_size: int
+    batch_size: int
+    kv_len: int
+    q_len: int = 1
+    q_dtype: str = "bf16"
+    kv_dtype: str = "bf16"
+    out_dtype: str = "bf16"
+    causal: bool = True
+    window_left: int = -1
+    has_sinks: bool = False
+
+    def __post_init__(self) -> None:
+        put = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 (frozen)
+        if self.phase not in PHASES:
+            raise ProblemError("phase", f"phase {self.phase!r} is not supported; use one of {', '.join(PHASES)}")
+        for f, upper in (("num_qo_heads", 1024), ("num_kv_heads", 1024), ("head_dim", 1024),
+                         ("page_size", 4096), ("batch_size", 1 << 16), ("kv_len", 1 << 24),
+                         ("q_len", 1 << 20)):
+            put(f, _positive_int(f, getattr(self, f), upper))
+        for f in ("q_dtype", "kv_dtype", "out_dtype"):
+            put(f, _dtype(f, getattr(self, f)))
+        put("causal", _flag("causal", self.causal))
+        put("has_sinks", _flag("has_sinks", self.has_sinks))
+        try:
+            put("window_left", int(self.window_left))
+        except (TypeError, ValueError):
+            raise ProblemError("window_left", f"window_left {self.window_left!r} is not an integer; "
+                               "use -1 for no window or the number of tokens to the left") from None
+        if self.window_left < -1:
+            raise ProblemError("window_left", f"window_left {self.window_left} is out of range; "
+                               "use -1 for no window or a value >= 0")
+        if self.num_qo_heads % self.num_kv_heads:
+            raise ProblemError("num_qo_heads", f"num_qo_heads {self.num_qo_heads} is not divisible by "
+                               f"num_kv_heads {self.num_kv_heads}; GQA needs a whole number of query heads per KV head")
+        if self.phase == "decode" and self.q_len != 1:
+            raise ProblemError("q_len", f"q_len {self.q_len} is invalid for decode; decode has q_len 1 "
+                               "(use phase 'prefill' for several new tokens per request)")
+        if self.q_len > self.kv_len:
+            raise ProblemError("q_len", f"q_len {self.q_len} exceeds kv_len {self.kv_len}; kv_len counts "
+                               "the new tokens too, so kv_len >= q_len")
+
+    # -- derived ---------------------------------------------------------------
+    @property
+    def group_size(self) -> int:
+        return self.num_qo_heads // self.num_kv_heads
+
+    @property
+    def num_tokens(self) -> int:
+        return self.batch_size * self.q_len
+
+    def family(self) -> tuple:
+        """Everything but the sizes: problems of one family share kernels and are comparable."""
+        return (self.phase, self.num_qo_heads, self.num_kv_heads, self.head_dim, self.page_size,
+                self.q_dtype, self.kv_dtype, self.out_dtype, self.causal, self.window_left, self.has_sinks)
+
+    def bucket(self) -> "AttentionProblem":
+        """The measured grid point that stands for this problem: sizes rounded up to powers of two."""
+        b, q, kv = next_pow2(self.batch_size), next_pow2(self.q_len), next_pow2(self.kv_len)
+        if (b, q, kv) == (self.batch_size, self.q_len, self.kv_len):
+            return self
+        return dataclasses.replace(self, batch_size=b, q_len=q, kv_len=max(kv, q))
+
+    def key(self) -> str:
+        """A stable text key (the store's primary key for a problem)."""
+        return "|".join(str(v) for v in (*self.family(), self.batch_size, self.q_len, self.kv_len))
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "AttentionProblem":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ProblemError(unknown[0], f"unknown field {unknown[0]!r}; the fields are {', '.join(sorted(known))}")
+        missing = [f.name for f in dataclasses.fields(cls)
+                   if f.default is dataclasses.MISSING and f.name not in data]
+        if missing:
+            raise ProblemError(missing[0], f"{missing[0]} is required")
+        return cls(**data)
+
+
+FIELDS = tuple(f.name for f in dataclasses.fields(AttentionProblem))

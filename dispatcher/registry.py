@@ -1,0 +1,165 @@
+"""Kernel capabilities as data (kernels.toml) and the reasons a kernel cannot serve a problem."""
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .device import DeviceInfo
+from .problem import DTYPES, PHASES, AttentionProblem
+
+BUILTIN = Path(__file__).with_name("kernels.toml")
+FAMILIES = ("trtllm", "flashattention", "reference")
+
+
+class RegistryError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Combo:
+    q: str
+    kv: str
+    out: str
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    id: str
+    family: str
+    library: str
+    entry_point: str
+    phases: tuple[str, ...]
+    device_kinds: tuple[str, ...]
+    combos: tuple[Combo, ...]
+    compute_capabilities: tuple[int, ...] | None = None   # None: any
+    q_quant: bool = False              # accepts an FP8 query produced by a q-quant op
+    separate_out_quant: bool = True    # FP8 output may come from a separate quant op
+    head_dims: tuple[int, ...] | None = None
+    page_sizes: tuple[int, ...] | None = None
+    group_sizes: tuple[tuple[str, tuple[int, ...]], ...] = ()   # per phase
+    window: bool = False
+    sinks: bool = False
+    noncausal: bool = True
+    tactics: tuple[tuple[str, tuple[tuple[str, tuple], ...]], ...] = ()  # per device kind
+    notes: str = ""
+
+    @property
+    def fuses_fp8_out(self) -> bool:
+        return any(c.out == "fp8" for c in self.combos)
+
+    def tactic_space(self, device_kind: str) -> dict[str, tuple]:
+        return dict(dict(self.tactics).get(device_kind, ()))
+
+    def groups_for(self, phase: str) -> tuple[int, ...] | None:
+        return dict(self.group_sizes).get(phase)
+
+
+def _tuple(v):
+    return None if v is None else tuple(v)
+
+
+def _spec(entry: dict, source: str) -> KernelSpec:
+    where = f"kernel {entry.get('id', '?')!r} in {source}"
+    for k in ("id", "family", "phases", "device_kinds", "combos"):
+        if k not in entry:
+            raise RegistryError(f"{where} lacks {k!r}; every kernel declares id, family, phases, device_kinds, combos")
+    if entry["family"] not in FAMILIES:
+        raise RegistryError(f"{where}: family {entry['family']!r} is not one of {', '.join(FAMILIES)}")
+    bad = [p for p in entry["phases"] if p not in PHASES]
+    if bad:
+        raise RegistryError(f"{where}: phase {bad[0]!r} is not one of {', '.join(PHASES)}")
+    combos = []
+    for text in entry["combos"]:
+        parts = text.split("/")
+        if len(parts) != 3 or any(p not in DTYPES for p in parts):
+            raise RegistryError(f"{where}: combo {text!r} is not 'q/kv/out' with dtypes from {', '.join(DTYPES)}")
+        combos.append(Combo(*parts))
+    tactics = tuple((kind, tuple((k, tuple(v)) for k, v in knobs.items()))
+                    for kind, knobs in entry.get("tactics", {}).items())
+    return KernelSpec(
+        id=entry["id"], family=entry["family"], library=entry.get("library", ""),
+        entry_point=entry.get("entry_point", ""), phases=tuple(entry["phases"]),
+        device_kinds=tuple(entry["device_kinds"]), combos=tuple(combos),
+        compute_capabilities=_tuple(entry.get("compute_capabilities")),
+        q_quant=entry.get("q_quant", False), separate_out_quant=entry.get("separate_out_quant", True),
+        head_dims=_tuple(entry.get("head_dims")), page_sizes=_tuple(entry.get("page_sizes")),
+        group_sizes=tuple((p, tuple(g)) for p, g in entry.get("group_sizes", {}).items()),
+        window=entry.get("window", False), sinks=entry.get("sinks", False),
+        noncausal=entry.get("noncausal", True), tactics=tactics, notes=entry.get("notes", "").strip(),
+    )
+
+
+def _read(path: Path) -> list[dict]:
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise RegistryError(f"kernel registry {str(path)!r} does not exist; check SWITCHYARD_KERNELS or --kernels") from None
+    except tomllib.TOMLDecodeError as e:
+        raise RegistryError(f"kernel registry {str(path)!r} is not valid TOML: {e}") from None
+    return data.get("kernel", [])
+
+
+def load_registry(extra: str | None = None) -> dict[str, KernelSpec]:
+    """The built-in kernels, then entries of `extra` (or $SWITCHYARD_KERNELS) added or overriding by id."""
+    entries = {e["id"]: (e, str(BUILTIN)) for e in _read(BUILTIN)}
+    extra = extra or os.environ.get("SWITCHYARD_KERNELS")
+    if extra:
+        for e in _read(Path(extra)):
+            base = entries.get(e.get("id"), ({}, ""))[0]
+            entries[e.get("id")] = ({**base, **e}, extra)
+    return {k: _spec(e, src) for k, (e, src) in entries.items()}
+
+
+def eligible(spec: KernelSpec, problem: AttentionProblem, device: DeviceInfo) -> list[str]:
+    """Why `spec` cannot serve `problem` on `device`; empty when it can."""
+    p, reasons = problem, []
+    if p.phase not in spec.phases:
+        reasons.append(f"no {p.phase} kernel (phases: {', '.join(spec.phases)})")
+    if device.kind not in spec.device_kinds:
+        reasons.append(f"does not run on {device.kind} (runs on {', '.join(spec.device_kinds)})")
+    elif device.kind == "cuda" and spec.compute_capabilities and device.sm not in spec.compute_capabilities:
+        sms = ", ".join(f"SM{c}" for c in spec.compute_capabilities)
+        reasons.append(f"needs {sms}; {device.name} is SM{device.sm}")
+    if spec.head_dims and p.head_dim not in spec.head_dims:
+        reasons.append(f"head_dim {p.head_dim} not supported (supports {list(spec.head_dims)})")
+    if spec.page_sizes and p.page_size not in spec.page_sizes:
+        reasons.append(f"page_size {p.page_size} not supported (supports {list(spec.page_sizes)})")
+    groups = spec.groups_for(p.phase)
+    if groups and p.group_size not in groups:
+        reasons.append(f"GQA group size {p.group_size} ({p.num_qo_heads}/{p.num_kv_heads} heads) not supported "
+                       f"in {p.phase} (supports {list(groups)})")
+    if p.has_sinks and not spec.sinks:
+        reasons.append("attention sinks not supported")
+    if p.window_left >= 0 and not spec.window:
+        reasons.append("sliding window not supported")
+    if not p.causal and not spec.noncausal:
+        reasons.append("non-causal attention not supported")
+    if not combos_for(spec, p):
+        have = ", ".join(f"{c.q}/{c.kv}/{c.out}" for c in spec.combos)
+        reasons.append(f"no dtype path for q/kv/out {p.q_dtype}/{p.kv_dtype}/{p.out_dtype} (kernel takes {have}"
+                       f"{'; q-quant allowed' if spec.q_quant else ''})")
+    return reasons
+
+
+def combos_for(spec: KernelSpec, p: AttentionProblem) -> list[tuple[Combo, bool, bool]]:
+    """The kernel's dtype combos that serve the problem, each with (q-quant?, separate out-quant?)."""
+    out = []
+    for c in spec.combos:
+        if c.kv != p.kv_dtype:
+            continue
+        if c.q == p.q_dtype:
+            q_quant = False
+        elif c.q == "fp8" and spec.q_quant and p.q_dtype != "fp8":
+            q_quant = True
+        else:
+            continue
+        if c.out == p.out_dtype:
+            out_quant = False
+        elif p.out_dtype == "fp8" and c.out == p.q_dtype and spec.separate_out_quant:
+            out_quant = True
+        else:
+            continue
+        out.append((c, q_quant, out_quant))
+    return out

@@ -1,0 +1,85 @@
+"""Hand-written selection rules, as vLLM's FlashInfer backend had them; for fallback and comparison.
+
+A rule returns kernels in order of preference; `resolve` turns the first eligible one into a pipeline
+(kernel's default tactic) and says why earlier ones were passed over.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from .device import DeviceInfo
+from .pipeline import Pipeline
+from .problem import AttentionProblem
+
+
+@dataclass(frozen=True)
+class Pick:
+    kernel: str
+    fused_out: bool = False   # take the kernel's own FP8 output when the problem wants FP8
+
+
+def _flashattention(p: AttentionProblem) -> list[Pick]:
+    if p.phase == "decode":
+        # vLLM's use_tensor_cores: tensor-core decode for large GQA groups
+        order = ["fa2-tc", "fa2"] if p.group_size > 4 else ["fa2", "fa2-tc"]
+        return [Pick(k) for k in order] + [Pick("fa3")]
+    return [Pick("fa3"), Pick("fa2")]
+
+
+def vllm_2025(p: AttentionProblem, d: DeviceInfo) -> list[Pick]:
+    """vLLM's FlashInfer backend, 2025 (vllm/utils/flashinfer.py `use_trtllm_attention`,
+    before FP8-KV support on Hopper): FP8 KV never uses TRT-LLM; BF16 uses TRT-LLM only where a
+    TRT-LLM kernel exists for the arch (trtllm-gen on SM100), and for decode only up to 256 tokens;
+    fused FP8 output only with TRT-LLM on SM100."""
+    if d.kind == "cpu":
+        return [Pick("torch-sdpa")]
+    picks = []
+    trtllm_ok = d.sm in (100, 103) and p.kv_dtype != "fp8" and (p.phase == "prefill" or p.num_tokens <= 256)
+    if trtllm_ok:
+        picks.append(Pick("trtllm-gen", fused_out=True))
+    if p.kv_dtype == "fp8" and p.phase == "prefill":
+        picks += [Pick("fa2"), Pick("fa3")]
+    else:
+        picks += _flashattention(p)
+    return picks + [Pick("torch-sdpa")]
+
+
+def vllm_2026(p: AttentionProblem, d: DeviceInfo) -> list[Pick]:
+    """vLLM's FlashInfer backend, 2026 (after "Support Flashinfer TRTLLM FP8-q/kv/out Attention
+    Kernel", shared/context/): on SM90, decode with FP8 KV uses TRT-LLM XQA, everything else
+    FlashAttention (FP8 KV prefill quantizes the query for FA3); fused FP8 output only on SM100,
+    where trtllm-gen serves decode and prefill."""
+    if d.kind == "cpu":
+        return [Pick("torch-sdpa")]
+    picks = []
+    if d.sm in (100, 103):
+        picks.append(Pick("trtllm-gen", fused_out=True))
+    elif p.phase == "decode" and p.kv_dtype == "fp8":
+        picks.append(Pick("trtllm-xqa"))
+    picks += _flashattention(p)
+    return picks + [Pick("torch-sdpa")]
+
+
+RULES: dict[str, Callable[[AttentionProblem, DeviceInfo], list[Pick]]] = {
+    "vllm-2026": vllm_2026,
+    "vllm-2025": vllm_2025,
+}
+DEFAULT_RULE = "vllm-2026"
+
+
+def resolve(rule: str, p: AttentionProblem, d: DeviceInfo, candidates: list[Pipeline],
+            passed_over: dict[str, list[str]]) -> tuple[Pipeline | None, list[str]]:
+    """The rule's pipeline among `candidates` (eligible pipelines), and notes on skipped picks.
+
+    `passed_over` maps a kernel id to the reasons it is ineligible."""
+    notes = []
+    for pick in RULES[rule](p, d):
+        mine = [c for c in candidates if c.kernel == pick.kernel]
+        if not mine:
+            why = passed_over.get(pick.kernel) or ["no runnable pipeline"]
+            notes.append(f"{pick.kernel}: {'; '.join(why)}")
+            continue
+        fused = [c for c in mine if c.fused_out_quant == (pick.fused_out and p.out_dtype == "fp8")]
+        return (fused or mine)[0], notes
+    return None, notes

@@ -1,0 +1,38 @@
+"""The store's schema, shared by the reader (dispatcher) and the writer (tuner)."""
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+STATUSES = ("ok", "failed", "unsupported", "inaccurate")
+
+PROBLEM_COLUMNS = {
+    "phase": str, "num_qo_heads": int, "num_kv_heads": int, "head_dim": int, "page_size": int,
+    "batch_size": int, "kv_len": int, "q_len": int, "q_dtype": str, "kv_dtype": str, "out_dtype": str,
+    "causal": int, "window_left": int, "has_sinks": int,
+}
+
+ENVIRONMENTS = {
+    "id": int, "key": str, "device_name": str, "device_kind": str, "compute_capability": str,
+    "sm_count": int, "memory_bytes": int, "driver": str, "cuda": str, "torch": str, "flashinfer": str,
+    "python": str, "timing_mode": str, "created_at": str,
+}
+
+PIPELINE_COLUMNS = {
+    "pipeline": str, "kernel": str, "kernel_q_dtype": str, "kernel_out_dtype": str,
+    "q_quant": int, "out_quant": int, "tactic": str,
+}
+
+MEASUREMENTS = {
+    "id": int, "env_id": int, "problem_key": str, **PROBLEM_COLUMNS, **PIPELINE_COLUMNS,
+    "status": str, "median_us": float, "min_us": float, "max_us": float, "spread_us": float,
+    "reps": int, "relerr": float, "max_relerr": float, "error": str, "created_at": str,
+}
+
+WINNERS = {
+    "env_id": int, "problem_key": str, **PROBLEM_COLUMNS, **PIPELINE_COLUMNS,
+    "median_us": float, "spread_us": float, "relerr": float, "runner_up": str, "runner_up_us": float,
+    "margin": float, "tie": int, "candidates": int, "created_at": str,
+}
+
+
+class StoreError(RuntimeError):
+    """A database that cannot be used; the message says why and what to do."""

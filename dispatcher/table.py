@@ -1,0 +1,98 @@
+"""The in-memory decision table: measured bucket -> nearest measured neighbour -> rule."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable
+
+from .pipeline import Pipeline
+from .problem import FIELDS, AttentionProblem
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    pipeline: Pipeline
+    median_us: float
+    spread_us: float
+    relerr: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    winner: Timing
+    runner_up: Timing | None
+    tie: bool                       # the winner is within noise of the fastest
+    over_budget: tuple[str, ...]    # pipelines passed over for accuracy
+
+
+def noise_us(a: Timing, b: Timing) -> float:
+    """Two timings closer than this are a tie: the larger measured spread, at least 0.5%."""
+    return max(a.spread_us, b.spread_us, 0.005 * min(a.median_us, b.median_us))
+
+
+def rank(timings: Iterable[Timing], budget: float, prefer: str | None = None,
+         allowed: set[str] | None = None) -> Ranking | None:
+    """The winner among accurate timings: the fastest, except that `prefer` (the rule's pipeline)
+    is kept when it is within noise of the fastest; ties otherwise go to the lower median, then id."""
+    usable, over = [], []
+    for t in timings:
+        if allowed is not None and t.pipeline.id not in allowed:
+            continue
+        if t.relerr is not None and t.relerr > budget:
+            over.append(t.pipeline.id)
+        else:
+            usable.append(t)
+    if not usable:
+        return None
+    usable.sort(key=lambda t: (t.median_us, t.pipeline.id))
+    best = usable[0]
+    winner, tie = best, False
+    if prefer and prefer != best.pipeline.id:
+        kept = next((t for t in usable if t.pipeline.id == prefer), None)
+        if kept is not None and kept.median_us - best.median_us <= noise_us(best, kept):
+            winner, tie = kept, True
+    others = [t for t in usable if t is not winner]
+    runner = others[0] if others else None
+    if runner is not None and not tie:
+        tie = runner.median_us - winner.median_us <= noise_us(winner, runner)
+    return Ranking(winner, runner, tie, tuple(sorted(over)))
+
+
+def _log_sizes(p: AttentionProblem) -> tuple[float, float, float]:
+    return math.log2(p.batch_size), math.log2(p.q_len), math.log2(p.kv_len)
+
+
+class Table:
+    """Measurements of one device and timing mode, grouped by problem bucket and by family."""
+
+    def __init__(self) -> None:
+        self.by_bucket: dict[AttentionProblem, dict[str, Timing]] = {}
+        self.by_family: dict[tuple, list[tuple[tuple[float, float, float], AttentionProblem]]] = {}
+
+    @classmethod
+    def from_rows(cls, rows: Iterable) -> "Table":
+        """Rows of ok measurements, oldest environment first: a later one overrides an earlier one."""
+        t = cls()
+        for r in rows:
+            p = AttentionProblem(**{f: r[f] for f in FIELDS}).bucket()
+            pipe = Pipeline.from_row(r)
+            t.add(p, Timing(pipe, r["median_us"], r["spread_us"] or 0.0, r["relerr"]))
+        return t
+
+    def add(self, bucket: AttentionProblem, timing: Timing) -> None:
+        if bucket not in self.by_bucket:
+            self.by_bucket[bucket] = {}
+            self.by_family.setdefault(bucket.family(), []).append((_log_sizes(bucket), bucket))
+        self.by_bucket[bucket][timing.pipeline.id] = timing
+
+    def __len__(self) -> int:
+        return len(self.by_bucket)
+
+    def timings(self, bucket: AttentionProblem) -> list[Timing]:
+        return list(self.by_bucket.get(bucket, {}).values())
+
+    def neighbours(self, p: AttentionProblem) -> list[AttentionProblem]:
+        """Measured buckets of the same family, nearest first in log2(batch, q_len, kv_len)."""
+        here = _log_sizes(p)
+        pts = self.by_family.get(p.family(), [])
+        return [b for _, b in sorted(pts, key=lambda x: (math.dist(x[0], here), x[0]))]

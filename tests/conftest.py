@@ -1,0 +1,87 @@
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from dispatcher import AttentionProblem
+from dispatcher.device import describe
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = ROOT / "heuristics.db"
+
+
+def small(**kw) -> AttentionProblem:
+    """A problem small enough to measure in well under a second on the CPU."""
+    base = dict(phase="decode", num_qo_heads=8, num_kv_heads=2, head_dim=64, page_size=16, batch_size=2, kv_len=128)
+    return AttentionProblem(**{**base, **kw})
+
+
+@pytest.fixture
+def db_path(tmp_path) -> Path:
+    return tmp_path / "heuristics.db"
+
+
+@pytest.fixture(scope="session")
+def cpu():
+    return describe("cpu")
+
+
+@pytest.fixture(scope="session")
+def swept_db(tmp_path_factory, cpu):
+    """A real CPU sweep of a few tiny problems, shared by the tests that read it."""
+    from tuner.harness import TimingConfig, WallTimer
+    from tuner.store import Store
+    from tuner.sweep import run_sweep
+    path = tmp_path_factory.mktemp("swept") / "heuristics.db"
+    probs = [small(batch_size=b, kv_len=kv) for b in (1, 4) for kv in (64, 256)]
+    probs += [small(kv_dtype="fp8", out_dtype="fp8", batch_size=2, kv_len=128)]
+    probs += [small(phase="prefill", q_len=64, kv_len=128, batch_size=1)]
+    store = Store(path)
+    report = run_sweep(probs, cpu, store, WallTimer(TimingConfig(rounds=3, round_s=0.002)))
+    store.close()
+    return path, report
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def server(swept_db):
+    """The real `tuner serve` on a free loopback port, over the swept database."""
+    path, _ = swept_db
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "tuner", "serve", "--port", str(port), "--db", str(path)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ})
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            if proc.poll() is not None:
+                raise RuntimeError(proc.stdout.read().decode())
+            time.sleep(0.2)
+    else:
+        proc.kill()
+        raise RuntimeError("server did not start in 60 s")
+    yield url
+    proc.terminate()
+    proc.wait(10)
+
+
+@pytest.fixture(autouse=True)
+def shipped_db_untouched():
+    """No test may write the shipped heuristics.db."""
+    before = SHIPPED.stat().st_mtime_ns if SHIPPED.exists() else None
+    yield
+    after = SHIPPED.stat().st_mtime_ns if SHIPPED.exists() else None
+    assert before == after, "a test wrote the shipped heuristics.db"

@@ -1,0 +1,50 @@
+import json
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+
+
+def tuner(*args, input=None):
+    return subprocess.run([sys.executable, "-m", "tuner", *args], cwd=ROOT, capture_output=True, text=True,
+                          input=input, timeout=600)
+
+
+def test_sweep_decide_show_end_to_end(tmp_path):
+    db = str(tmp_path / "h.db")
+    r = tuner("sweep", "--model", "llama-3.1-8b", "--quick", "--phases", "decode", "--kv-dtypes", "fp8",
+              "--out-dtypes", "fp8", "--device", "cpu", "--db", db)
+    assert r.returncode == 0, r.stderr
+    assert "winners" in r.stdout and "torch-sdpa[backend=" in r.stdout and "6 problems" in r.stdout
+    again = tuner("sweep", "--model", "llama-3.1-8b", "--quick", "--phases", "decode", "--kv-dtypes", "fp8",
+                  "--out-dtypes", "fp8", "--device", "cpu", "--db", db)
+    assert "0 pipelines measured" in again.stdout and "6 already measured" in again.stdout
+
+    flags = ["--db", db, "--phase", "decode", "--num-qo-heads", "32", "--num-kv-heads", "8", "--batch-size", "3",
+             "--kv-len", "500", "--kv-dtype", "fp8", "--out-dtype", "fp8"]
+    dec = json.loads(tuner("decide", *flags, "--json").stdout)
+    assert set(dec) >= {"kernel", "q_dtype", "fused_out_quant", "expected_us", "source", "device", "reason"}
+    assert dec["source"] == "measured" and dec["kernel"] == "torch-sdpa" and dec["expected_us"] > 0
+
+    lines = [json.dumps({"phase": "decode", "num_qo_heads": 32, "num_kv_heads": 8, "head_dim": 128, "page_size": 16,
+                         "batch_size": b, "kv_len": 128, "kv_dtype": "fp8", "out_dtype": "fp8"}) for b in (1, 3, 400)]
+    r = tuner("decide", "--db", db, "--input", "-", input="\n".join(lines) + "\n")
+    outs = [json.loads(x) for x in r.stdout.splitlines()]
+    assert [o["source"] for o in outs] == ["measured", "measured", "nearest"]
+
+    info = json.loads(tuner("show", "--db", db, "--json").stdout)
+    assert info["measurements"] == 12 and info["winners"] == 6
+    assert info["environments"][0]["device_name"].startswith("CPU")
+
+
+def test_bad_input_is_one_readable_line_and_exit_2(tmp_path):
+    r = tuner("decide", "--db", str(tmp_path / "x.db"), "--phase", "decode", "--num-qo-heads", "40",
+              "--num-kv-heads", "7", "--batch-size", "1", "--kv-len", "9")
+    assert r.returncode == 2
+    assert r.stderr.strip() == ("error: num_qo_heads 40 is not divisible by num_kv_heads 7; "
+                                "GQA needs a whole number of query heads per KV head")
+    r = tuner("sweep", "--model", "gpt-5", "--db", str(tmp_path / "x.db"))
+    assert r.returncode == 2 and "model 'gpt-5' is not a preset; use one of llama4-scout" in r.stderr
+    assert "Traceback" not in r.stderr
+    r = tuner("decide", "--db", str(tmp_path / "x.db"), "--input", "-", input="{not json\n")
+    assert r.returncode == 2 and "line 1 of - is not JSON" in r.stderr

@@ -1,0 +1,70 @@
+import subprocess
+import sys
+
+import pytest
+
+from dispatcher import load
+from dispatcher.device import H200
+from dispatcher.dispatch import Dispatcher
+from dispatcher.pipeline import Pipeline
+from dispatcher.table import Table, Timing
+
+from tests.conftest import ROOT, small
+
+
+def test_measured_bucket(swept_db):
+    d = load(swept_db[0], "cpu")
+    dec = d.choose(small(batch_size=3, kv_len=200))       # bucket batch 4, kv 256 was measured
+    assert dec.source == "measured" and dec.kernel == "torch-sdpa" and dec.expected_us > 0
+    assert dec.pipeline.startswith("torch-sdpa[backend=") and dec.device.startswith("CPU")
+
+
+def test_nearest_neighbour_in_the_same_family(swept_db):
+    dec = load(swept_db[0], "cpu").choose(small(batch_size=64, kv_len=256))
+    assert dec.source == "nearest" and "batch_size=4 q_len=1 kv_len=256" in dec.reason
+
+
+def test_rule_where_the_family_was_never_measured(swept_db):
+    dec = load(swept_db[0], "cpu").choose(small(head_dim=128))
+    assert dec.source == "rule" and dec.expected_us is None and "rule vllm-2026" in dec.reason
+
+
+def test_cpu_measurements_are_never_applied_to_a_gpu(swept_db):
+    with pytest.raises(ValueError, match="device 'NVIDIA H200' is not in the database; it holds: CPU"):
+        load(swept_db[0], "NVIDIA H200")
+
+
+def fixture_table(entries):
+    t = Table()
+    for prob, pid_us in entries:
+        for pipe, us in pid_us:
+            t.add(prob.bucket(), Timing(pipe, us, 1.0, 0.01))
+    return t
+
+
+SCOUT = dict(num_qo_heads=40, num_kv_heads=8, head_dim=128)
+XQA = Pipeline("trtllm-xqa", "bf16", "fp8", "fp8", tactic=(("enable_pdl", False),))
+FA2_CUDA_CORE = Pipeline("fa2", "bf16", "fp8", "bf16", out_quant=True, tactic=(("fixed_split_size", 0),))
+
+
+def test_never_returns_an_ineligible_kernel():
+    # a (corrupt) table says fa2 CUDA-core decode won for group size 5, which it cannot run
+    p = small(**SCOUT, kv_dtype="fp8", out_dtype="fp8")
+    d = Dispatcher(fixture_table([(p, [(FA2_CUDA_CORE, 10.0), (XQA, 50.0)])]), H200)
+    assert d.choose(p).pipeline == XQA.id
+
+
+def test_ties_within_noise_keep_the_rules_choice():
+    p = small(**SCOUT, kv_dtype="fp8", out_dtype="bf16")
+    rule_pick = Pipeline("trtllm-xqa", "bf16", "fp8", "bf16", tactic=(("enable_pdl", True),))
+    other = Pipeline("fa2-tc", "bf16", "fp8", "bf16", tactic=(("fixed_split_size", 0),))
+    d = Dispatcher(fixture_table([(p, [(rule_pick, 100.5), (other, 100.0)])]), H200)
+    dec = d.choose(p)
+    assert dec.pipeline == rule_pick.id and "tie within noise" in dec.reason
+    d2 = Dispatcher(fixture_table([(p, [(rule_pick, 130.0), (other, 100.0)])]), H200)
+    assert d2.choose(p).pipeline == other.id
+
+
+def test_import_dispatcher_is_light():
+    code = "import sys, dispatcher; print(sorted(m for m in ('torch','fastapi','optuna','flashinfer') if m in sys.modules))"
+    assert subprocess.check_output([sys.executable, "-c", code], cwd=ROOT, text=True).strip() == "[]"

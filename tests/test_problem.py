@@ -1,0 +1,55 @@
+import pytest
+
+from dispatcher import AttentionProblem, ProblemError
+from tests.conftest import small
+
+
+def test_heads_not_divisible_names_both_values():
+    with pytest.raises(ProblemError) as e:
+        small(num_qo_heads=40, num_kv_heads=7)
+    assert str(e.value) == ("num_qo_heads 40 is not divisible by num_kv_heads 7; "
+                            "GQA needs a whole number of query heads per KV head")
+    assert e.value.field == "num_qo_heads"
+
+
+@pytest.mark.parametrize("field,value,fragment", [
+    ("phase", "train", "phase 'train' is not supported; use one of decode, prefill"),
+    ("kv_dtype", "fp4", "kv_dtype 'fp4' is not supported; use one of bf16, fp16, fp8"),
+    ("batch_size", 0, "batch_size 0 is out of range"),
+    ("kv_len", "many", "kv_len 'many' is not an integer"),
+    ("q_len", 4, "q_len 4 is invalid for decode"),
+])
+def test_invalid_field_is_named(field, value, fragment):
+    with pytest.raises(ProblemError) as e:
+        small(**{field: value})
+    assert e.value.field == field and fragment in str(e.value)
+
+
+def test_frozen_hashable_and_aliases():
+    a = small(kv_dtype="float8_e4m3fn", out_dtype="bfloat16")
+    assert a.kv_dtype == "fp8" and a.out_dtype == "bf16"
+    assert hash(a) == hash(small(kv_dtype="fp8")) and a == small(kv_dtype="fp8")
+    with pytest.raises(AttributeError):
+        a.batch_size = 3
+
+
+def test_bucket_rounds_sizes_up_to_powers_of_two():
+    p = small(batch_size=12, kv_len=1900)
+    assert (p.bucket().batch_size, p.bucket().kv_len) == (16, 2048)
+    b = p.bucket()
+    assert b.bucket() is b
+
+
+def test_from_dict_rejects_unknown_and_missing_fields():
+    with pytest.raises(ProblemError, match="unknown field 'heads'"):
+        AttentionProblem.from_dict({**small().to_dict(), "heads": 3})
+    d = small().to_dict()
+    del d["kv_len"]
+    with pytest.raises(ProblemError, match="kv_len is required"):
+        AttentionProblem.from_dict(d)
+    assert AttentionProblem.from_dict(small().to_dict()) == small()
+
+
+def test_prefill_query_cannot_exceed_kv():
+    with pytest.raises(ProblemError, match="q_len 512 exceeds kv_len 256"):
+        small(phase="prefill", q_len=512, kv_len=256)

@@ -1,0 +1,89 @@
+import sqlite3
+
+from dispatcher import load
+from tuner import runners
+from tuner.harness import TimingConfig, WallTimer
+from tuner.store import Store
+from tuner.sweep import SweepOptions, run_sweep
+
+from tests.conftest import small
+
+FAST = WallTimer(TimingConfig(rounds=3, round_s=0.001))
+
+
+def rows(path, sql):
+    c = sqlite3.connect(path)
+    c.row_factory = sqlite3.Row
+    return [dict(r) for r in c.execute(sql)]
+
+
+def test_sweep_stores_real_timings_and_winners(swept_db):
+    path, report = swept_db
+    ms = rows(path, "select * from measurements")
+    assert len(ms) == report.measured == 2 * len(report.outcomes)       # flash and math SDPA per problem
+    assert all(m["status"] == "ok" and m["median_us"] > 0 and m["min_us"] <= m["median_us"] <= m["max_us"]
+               and m["reps"] >= 3 and 0 < m["relerr"] < 0.05 for m in ms)
+    ws = rows(path, "select * from winners")
+    assert len(ws) == len(report.outcomes)
+    for w in ws:      # the winner is the faster one unless the two tie within noise
+        times = {m["pipeline"]: m["median_us"] for m in ms if m["problem_key"] == w["problem_key"]}
+        assert w["tie"] or times[w["pipeline"]] == min(times.values())
+
+
+def test_fp8_pipeline_quantizes_output_and_reports_it(swept_db):
+    path, _ = swept_db
+    fp8 = rows(path, "select * from measurements where out_dtype = 'fp8'")
+    assert fp8 and all(m["out_quant"] == 1 and m["pipeline"].endswith("+out-quant") for m in fp8)
+
+
+def test_resume_measures_nothing_new(db_path, cpu):
+    probs = [small(), small(batch_size=4)]
+    s = Store(db_path)
+    first = run_sweep(probs, cpu, s, FAST)
+    again = run_sweep(probs, cpu, s, FAST)
+    s.close()
+    assert first.measured == 4 and again.measured == 0 and all(o.resumed for o in again.outcomes)
+    assert len(rows(db_path, "select * from measurements")) == 4
+
+
+def test_over_budget_is_stored_inaccurate_and_never_wins(db_path, cpu):
+    s = Store(db_path)
+    run_sweep([small()], cpu, s, FAST, SweepOptions(max_relerr=1e-9))
+    s.close()
+    ms = rows(db_path, "select status, error from measurements")
+    assert {m["status"] for m in ms} == {"inaccurate"} and "over the budget" in ms[0]["error"]
+    assert rows(db_path, "select * from winners") == []
+    assert load(db_path, "cpu").choose(small()).source == "rule"
+
+
+class Exploding:
+    kernel = "torch-sdpa"
+
+    def unavailable(self, device):
+        return None
+
+    def build(self, pipe, x):
+        if pipe.tactic_dict()["backend"] == "math":
+            raise RuntimeError("boom")
+        from tuner.runners.torch_sdpa import RUNNER
+        return RUNNER.build(pipe, x)
+
+
+def test_a_failing_pipeline_is_recorded_and_the_sweep_goes_on(db_path, cpu, monkeypatch):
+    real = runners.get_runner
+    monkeypatch.setattr(runners, "get_runner", lambda k: Exploding() if k == "torch-sdpa" else real(k))
+    s = Store(db_path)
+    report = run_sweep([small(), small(batch_size=4)], cpu, s, FAST)
+    s.close()
+    assert report.count("failed") == 2 and report.count("ok") == 2
+    failed = rows(db_path, "select * from measurements where status = 'failed'")
+    assert all("RuntimeError: boom" in f["error"] for f in failed)
+    assert {w["pipeline"] for w in rows(db_path, "select * from winners")} == {"torch-sdpa[backend=flash]"}
+
+
+def test_shapes_that_do_not_fit_are_recorded_unsupported(db_path, cpu):
+    s = Store(db_path)
+    run_sweep([small()], cpu, s, FAST, SweepOptions(memory_fraction=1e-12))
+    s.close()
+    ms = rows(db_path, "select status, error from measurements")
+    assert {m["status"] for m in ms} == {"unsupported"} and ms[0]["error"].startswith("does not fit")

@@ -1,0 +1,1 @@
+"""Switchyard tuner: measures attention pipelines on this host and writes the store."""

@@ -1,0 +1,201 @@
+"""`tuner`: a thin shell over tuner.library and dispatcher. Each command's docstring is its --help."""
+from __future__ import annotations
+
+import json
+import sys
+from functools import wraps
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table as RichTable
+
+from dispatcher import AttentionProblem, ProblemError, StoreError, load
+from dispatcher.registry import RegistryError
+
+from . import library
+from .sweep import SweepOptions
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Switchyard: measure attention kernels on this host and choose the fastest per problem.")
+out = Console()
+err = Console(stderr=True)
+
+Db = Annotated[Optional[str], typer.Option("--db", help="SQLite store (default: $SWITCHYARD_DB or ./heuristics.db)")]
+Dev = Annotated[Optional[str], typer.Option("--device", help="auto | cpu | cuda[:N] | a device name in the database")]
+
+
+def friendly(fn):
+    """Library errors become one readable line and exit code 2, never a traceback."""
+    @wraps(fn)
+    def run(*a, **k):
+        try:
+            return fn(*a, **k)
+        except (ProblemError, StoreError, RegistryError, ValueError, LookupError, OSError) as e:
+            err.print(f"[red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
+            raise typer.Exit(2)
+    return run
+
+
+def csv(text: str | None, cast=str, name: str = "") -> tuple | None:
+    if text is None:
+        return None
+    try:
+        return tuple(cast(v.strip()) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not a comma-separated list of {cast.__name__}", param_hint=name) from None
+
+
+@app.command()
+@friendly
+def sweep(
+    model: Annotated[str, typer.Option(help="model preset: llama4-scout, llama-3.1-8b, llama-3.3-70b, qwen3-32b, gpt-oss-120b")] = "llama4-scout",
+    tp: Annotated[Optional[str], typer.Option(help="tensor-parallel sizes, e.g. 1,4 (default: the preset's on a GPU, 1 on the CPU)")] = None,
+    phases: Annotated[str, typer.Option(help="decode,prefill")] = "decode,prefill",
+    kv_dtypes: Annotated[str, typer.Option(help="KV-cache dtypes: bf16,fp16,fp8")] = "bf16,fp8",
+    out_dtypes: Annotated[str, typer.Option(help="output dtypes: bf16,fp16,fp8")] = "bf16,fp8",
+    page_sizes: Annotated[Optional[str], typer.Option(help="tokens per KV page (default 16,32 on a GPU, 16 on the CPU)")] = None,
+    device: Dev = "auto",
+    db: Db = None,
+    quick: Annotated[bool, typer.Option("--quick", help="a small grid (the default on the CPU)")] = False,
+    full: Annotated[bool, typer.Option("--full", help="the full grid (the default on a GPU)")] = False,
+    timing: Annotated[Optional[str], typer.Option(help="graph | eager on CUDA (default graph); the CPU uses wall")] = None,
+    max_relerr: Annotated[Optional[float], typer.Option(help="accuracy budget for every pipeline (default: per dtype)")] = None,
+    retry_failed: Annotated[bool, typer.Option(help="measure again pipelines that failed before")] = False,
+):
+    """Measure every eligible pipeline per problem size on this host and store them (resumes).
+
+    Example: tuner sweep --model llama4-scout --device cuda
+    """
+    if quick and full:
+        raise typer.BadParameter("give --quick or --full, not both")
+    req = library.SweepRequest(
+        model=model, tps=csv(tp, int, "--tp"), phases=csv(phases, name="--phases"),
+        kv_dtypes=csv(kv_dtypes, name="--kv-dtypes"), out_dtypes=csv(out_dtypes, name="--out-dtypes"),
+        page_sizes=csv(page_sizes, int, "--page-sizes"), grid="quick" if quick else "full" if full else None,
+        device=device or "auto", timing=timing)
+    opts = SweepOptions(max_relerr=max_relerr, retry_failed=retry_failed)
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), TextColumn("{task.fields[now]}"),
+                  console=err, transient=False) as bar:
+        task = bar.add_task("sweep", total=None, now="")
+
+        def tick(o):
+            if bar.tasks[task].total is None:
+                bar.update(task, total=tick.total)
+            p = o.problem
+            bar.update(task, advance=1, now=f"{p.phase} b={p.batch_size} q={p.q_len} kv={p.kv_len} "
+                                            f"{p.kv_dtype}/{p.out_dtype} -> {escape(o.winner or '-')}")
+        from dispatcher.device import describe
+        tick.total = len(library.sweep_problems(req, describe(req.device)))
+        report = library.start_sweep(req, db, opts, on_problem=tick)
+    _print_summary(report)
+
+
+def _print_summary(report) -> None:
+    t = RichTable(title="winners (problems won)")
+    for c in ("phase", "heads", "page", "kv/out", "winners"):
+        t.add_column(c)
+    for g in library.winner_summary(report):
+        t.add_row(g["phase"], g["heads"], str(g["page_size"]), f"{g['kv_dtype']}/{g['out_dtype']}",
+                  escape(", ".join(f"{k} ({v})" for k, v in g["winners"].items())))
+    out.print(t)
+    resumed = sum(o.resumed for o in report.outcomes)
+    out.print(f"{len(report.outcomes)} problems, {report.measured} pipelines measured "
+              f"({report.count('ok')} ok, {report.count('inaccurate')} inaccurate, {report.count('failed')} failed, "
+              f"{report.count('unsupported')} unsupported), {resumed} already measured")
+
+
+@app.command()
+@friendly
+def decide(
+    phase: Annotated[Optional[str], typer.Option(help="decode | prefill")] = None,
+    num_qo_heads: Annotated[Optional[int], typer.Option()] = None,
+    num_kv_heads: Annotated[Optional[int], typer.Option()] = None,
+    head_dim: Annotated[int, typer.Option()] = 128,
+    page_size: Annotated[int, typer.Option()] = 16,
+    batch_size: Annotated[Optional[int], typer.Option()] = None,
+    kv_len: Annotated[Optional[int], typer.Option()] = None,
+    q_len: Annotated[int, typer.Option()] = 1,
+    q_dtype: Annotated[str, typer.Option()] = "bf16",
+    kv_dtype: Annotated[str, typer.Option()] = "bf16",
+    out_dtype: Annotated[str, typer.Option()] = "bf16",
+    causal: Annotated[bool, typer.Option()] = True,
+    window_left: Annotated[int, typer.Option()] = -1,
+    has_sinks: Annotated[bool, typer.Option()] = False,
+    input: Annotated[Optional[str], typer.Option("--input", help="JSON lines of problems ('-': stdin); one decision per line out")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the decision as JSON")] = False,
+    device: Dev = None,
+    db: Db = None,
+):
+    """Which pipeline to run for one problem (or each line of --input).
+
+    Example: tuner decide --device "NVIDIA H200" --phase decode --num-qo-heads 40 --num-kv-heads 8
+    --batch-size 12 --kv-len 1900 --kv-dtype fp8 --out-dtype fp8
+    """
+    d = load(db, device)
+    if input is not None:
+        stream = sys.stdin if input == "-" else open(input)
+        with stream:
+            for n, line in enumerate(stream, 1):
+                if line.strip():
+                    try:
+                        prob = AttentionProblem.from_dict(json.loads(line))
+                    except json.JSONDecodeError as e:
+                        raise ValueError(f"line {n} of {input} is not JSON: {e.msg}") from None
+                    except ProblemError as e:
+                        raise ProblemError(e.field, f"line {n}: {e}") from None
+                    print(json.dumps(d.choose(prob).to_dict()), flush=True)
+        return
+    missing = [f for f, v in (("--phase", phase), ("--num-qo-heads", num_qo_heads), ("--num-kv-heads", num_kv_heads),
+                               ("--batch-size", batch_size), ("--kv-len", kv_len)) if v is None]
+    if missing:
+        raise ValueError(f"{', '.join(missing)} required (or --input FILE)")
+    prob = AttentionProblem(phase=phase, num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
+                            page_size=page_size, batch_size=batch_size, kv_len=kv_len, q_len=q_len, q_dtype=q_dtype,
+                            kv_dtype=kv_dtype, out_dtype=out_dtype, causal=causal, window_left=window_left,
+                            has_sinks=has_sinks)
+    dec = d.choose(prob)
+    if as_json:
+        print(json.dumps(dec.to_dict()))
+        return
+    us = f"{dec.expected_us:.1f} us" if dec.expected_us is not None else "no estimate"
+    out.print(f"[bold]{escape(dec.pipeline)}[/] on {escape(dec.device)} ({dec.source}, {us})", highlight=False)
+    out.print(f"  quantize query to {dec.q_dtype}: {dec.q_quant}   fused FP8 output: {dec.fused_out_quant}   "
+              f"separate out-quant: {dec.out_quant}", highlight=False)
+    out.print(f"  why: {escape(dec.reason)}", highlight=False, soft_wrap=True)
+
+
+@app.command()
+@friendly
+def show(db: Db = None, as_json: Annotated[bool, typer.Option("--json")] = False):
+    """Environments, counts of measurements and winners, and coverage of a database."""
+    info = library.overview(db)
+    if as_json:
+        print(json.dumps(info, default=str))
+        return
+    out.print(f"{info['db']}: {info['measurements']} measurements, {info['winners']} winners")
+    for e in info["environments"]:
+        out.print(f"[bold]#{e['id']} {e['device_name']}[/] ({e['timing_mode']}, torch {e['torch']}, "
+                  f"flashinfer {e['flashinfer'] or '-'}): {e['measurements']} ; {e['winners']} winners", highlight=False)
+        for c in e["coverage"]:
+            out.print(f"   {c['phase']:7s} {c['num_qo_heads']}/{c['num_kv_heads']} page {c['page_size']} "
+                      f"{c['kv_dtype']}/{c['out_dtype']}: {c['buckets']} buckets, batch {c['min_batch']}-{c['max_batch']}, "
+                      f"kv {c['min_kv']}-{c['max_kv']}", highlight=False)
+
+
+@app.command()
+@friendly
+def serve(host: Annotated[str, typer.Option(help="bind address (loopback by default)")] = "127.0.0.1",
+          port: Annotated[int, typer.Option()] = 8177, db: Db = None, device: Dev = None):
+    """Serve decisions over REST (OpenAPI docs at /docs)."""
+    import uvicorn
+
+    from api.main import create_app
+    uvicorn.run(create_app(db=db, device=device), host=host, port=port, log_level="info")
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,66 @@
+"""The grid of problems a sweep measures: model geometry x dtypes x page sizes x sizes."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dispatcher.problem import AttentionProblem
+
+from .models import ModelPreset
+
+
+def pow2_range(lo: int, hi: int) -> list[int]:
+    out, v = [], lo
+    while v <= hi:
+        out.append(v)
+        v *= 2
+    return out
+
+
+@dataclass(frozen=True)
+class SizeGrid:
+    decode_batch: tuple[int, ...]
+    decode_kv: tuple[int, ...]
+    prefill_batch: tuple[int, ...]
+    prefill_q: tuple[int, ...]
+    prefill_prefix_factor: tuple[int, ...]   # kv_len = q_len * factor (1: no cached prefix)
+    max_prefill_kv: int
+    max_tokens: int                          # batch * q_len cap for prefill
+
+
+FULL = SizeGrid(decode_batch=tuple(pow2_range(1, 512)), decode_kv=tuple(pow2_range(128, 131072)),
+                prefill_batch=(1, 2, 4, 8, 16), prefill_q=tuple(pow2_range(128, 32768)),
+                prefill_prefix_factor=(1, 2, 4), max_prefill_kv=32768, max_tokens=65536)
+# small enough that a CPU sweep of llama4-scout takes under two minutes on two cores
+QUICK = SizeGrid(decode_batch=(1, 4, 16), decode_kv=(128, 512), prefill_batch=(1,), prefill_q=(64, 256),
+                 prefill_prefix_factor=(1, 4), max_prefill_kv=1024, max_tokens=256)
+
+
+def sizes(phase: str, g: SizeGrid) -> list[tuple[int, int, int]]:
+    """(batch_size, q_len, kv_len) triples, all powers of two so each is its own bucket."""
+    if phase == "decode":
+        return [(b, 1, kv) for b in g.decode_batch for kv in g.decode_kv]
+    out = []
+    for b in g.prefill_batch:
+        for q in g.prefill_q:
+            for f in g.prefill_prefix_factor:
+                if q * f <= g.max_prefill_kv and b * q <= g.max_tokens:
+                    out.append((b, q, q * f))
+    return out
+
+
+def problems(model: ModelPreset, tps: list[int], phases: list[str], kv_dtypes: list[str],
+             out_dtypes: list[str], page_sizes: list[int], grid: SizeGrid, q_dtype: str = "bf16") -> list[AttentionProblem]:
+    out = []
+    for tp in tps:
+        hq, hkv = model.heads(tp)
+        for phase in phases:
+            for page in page_sizes:
+                for kv in kv_dtypes:
+                    for o in out_dtypes:
+                        for b, q, L in sizes(phase, grid):
+                            out.append(AttentionProblem(
+                                phase=phase, num_qo_heads=hq, num_kv_heads=hkv, head_dim=model.head_dim,
+                                page_size=page, batch_size=b, q_len=q, kv_len=L, q_dtype=q_dtype,
+                                kv_dtype=kv, out_dtype=o, window_left=model.window_left,
+                                has_sinks=model.has_sinks))
+    return out

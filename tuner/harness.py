@@ -1,0 +1,92 @@
+"""Timing: all candidates of one problem in interleaved rounds with rotating order; median, spread.
+
+Modes (part of the environment key):
+- "graph": CUDA-graph replay, GPU time only, as a graph-captured serving engine pays it;
+- "eager": CUDA events around eager calls, host launch overhead included;
+- "wall":  perf_counter around calls on the CPU.
+On CUDA each timed repeat is followed by a small "next op" kernel standing for the layer's next
+kernel (back-to-back launches of one PDL kernel overlap unrealistically); its own time is measured
+the same way and subtracted."""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+MODES = ("graph", "eager", "wall")
+
+
+@dataclass(frozen=True)
+class Stats:
+    median_us: float
+    min_us: float
+    max_us: float
+    spread_us: float     # interquartile range of the per-round times
+    reps: int            # rounds x calls per round
+
+
+@dataclass(frozen=True)
+class TimingConfig:
+    rounds: int = 7
+    warmup: int = 2
+    round_s: float = 0.004     # each candidate's calls in one round last at least this long
+    max_calls: int = 200       # calls per candidate per round, at most
+    graph_calls: int = 10      # calls captured per CUDA graph
+
+
+def summarize(samples: list[float], calls: int) -> Stats:
+    s = sorted(samples)
+    q = statistics.quantiles(s, n=4, method="inclusive") if len(s) > 1 else [s[0]] * 3
+    return Stats(median_us=statistics.median(s), min_us=s[0], max_us=s[-1], spread_us=q[2] - q[0],
+                 reps=len(s) * calls)
+
+
+class WallTimer:
+    """CPU timing with perf_counter; calls per round calibrated so a round is long enough to time."""
+
+    mode = "wall"
+
+    def __init__(self, cfg: TimingConfig = TimingConfig()):
+        self.cfg = cfg
+
+    def prepare(self, fn: Callable) -> Callable[[int], float]:
+        for _ in range(self.cfg.warmup):
+            fn()
+        t0 = time.perf_counter()
+        fn()
+        one = max(time.perf_counter() - t0, 1e-7)
+        calls = max(1, min(self.cfg.max_calls, int(self.cfg.round_s / one)))
+
+        def timed() -> tuple[float, int]:
+            t = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            return (time.perf_counter() - t) / calls * 1e6, calls
+        return timed
+
+
+def time_interleaved(fns: dict[str, Callable], timer, cfg: TimingConfig | None = None) -> dict[str, Stats]:
+    """Time every callable in `fns` round by round, rotating the order each round (clock drift
+    then spreads over all candidates instead of favouring whichever ran first)."""
+    cfg = cfg or timer.cfg
+    prepared = {k: timer.prepare(f) for k, f in fns.items()}
+    names = list(prepared)
+    samples: dict[str, list[float]] = {k: [] for k in names}
+    calls: dict[str, int] = {}
+    for r in range(cfg.rounds):
+        shift = r % len(names)
+        for k in names[shift:] + names[:shift]:
+            us, n = prepared[k]()
+            samples[k].append(us)
+            calls[k] = n
+    return {k: summarize(samples[k], calls[k]) for k in names}
+
+
+def make_timer(mode: str, cfg: TimingConfig = TimingConfig()):
+    if mode not in MODES:
+        raise ValueError(f"timing mode {mode!r} is not one of {', '.join(MODES)}")
+    if mode == "wall":
+        return WallTimer(cfg)
+    from .cuda_timing import CudaTimer
+    return CudaTimer(mode, cfg)

@@ -1,0 +1,96 @@
+"""What the CLI and the REST routes call: the operations, with no I/O format of their own."""
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+from dispatcher.device import DeviceInfo, describe
+from dispatcher.dispatch import default_timing_mode
+from dispatcher.problem import AttentionProblem
+from dispatcher.registry import load_registry
+from dispatcher.schema import StoreError
+from dispatcher.store import default_path, environments, open_readonly
+
+from .grid import FULL, QUICK, problems
+from .harness import make_timer
+from .models import preset
+from .store import Store, is_shipped
+from .sweep import SweepOptions, SweepReport, run_sweep
+
+
+@dataclass(frozen=True)
+class SweepRequest:
+    model: str = "llama4-scout"
+    tps: tuple[int, ...] | None = None
+    phases: tuple[str, ...] = ("decode", "prefill")
+    kv_dtypes: tuple[str, ...] = ("bf16", "fp8")
+    out_dtypes: tuple[str, ...] = ("bf16", "fp8")
+    page_sizes: tuple[int, ...] | None = None
+    grid: str | None = None        # "quick" | "full"; None: full on a GPU, quick on the CPU
+    device: str = "auto"
+    timing: str | None = None      # None: graph on CUDA, wall on the CPU
+
+
+def sweep_problems(req: SweepRequest, dev: DeviceInfo) -> list[AttentionProblem]:
+    m = preset(req.model)
+    on_cpu = dev.kind == "cpu"
+    grid = {"quick": QUICK, "full": FULL}[req.grid or ("quick" if on_cpu else "full")]
+    tps = list(req.tps or ((1,) if on_cpu else m.default_tps))
+    pages = list(req.page_sizes or ((16,) if on_cpu else (16, 32)))
+    return problems(m, tps, list(req.phases), list(req.kv_dtypes), list(req.out_dtypes), pages, grid)
+
+
+def start_sweep(req: SweepRequest, db=None, opts: SweepOptions = SweepOptions(), on_problem=None,
+                allow_shipped: bool = True) -> SweepReport:
+    dev = describe(req.device)
+    mode = req.timing or default_timing_mode(dev)
+    if dev.kind == "cpu" and mode != "wall":
+        raise ValueError(f"timing mode {mode!r} needs a CUDA device; the CPU is timed in 'wall' mode")
+    probs = sweep_problems(req, dev)
+    store = Store(db)
+    if not allow_shipped and is_shipped(store.path):
+        raise StoreError("refusing to write the shipped heuristics.db here; pass another --db")
+    try:
+        return run_sweep(probs, dev, store, make_timer(mode), opts, load_registry(), on_problem)
+    finally:
+        store.close()
+
+
+def overview(db=None) -> dict:
+    """Environments, counts and coverage of a database (tuner show, GET /v1/environments)."""
+    conn = open_readonly(db)
+    if conn is None:
+        return {"db": str(default_path(db)), "environments": [], "measurements": 0, "winners": 0}
+    try:
+        envs = environments(conn)
+        q = lambda sql, *a: conn.execute(sql, a).fetchall()  # noqa: E731
+        by_env = defaultdict(dict)
+        for env_id, status, n in q("select env_id, status, count(*) from measurements group by env_id, status"):
+            by_env[env_id][status] = n
+        for e in envs:
+            e["measurements"] = by_env.get(e["id"], {})
+            e["winners"] = q("select count(*) from winners where env_id = ?", e["id"])[0][0]
+            e["coverage"] = [dict(r) for r in q(
+                "select phase, num_qo_heads, num_kv_heads, page_size, kv_dtype, out_dtype, count(*) as buckets, "
+                "min(batch_size) as min_batch, max(batch_size) as max_batch, min(kv_len) as min_kv, "
+                "max(kv_len) as max_kv from winners where env_id = ? group by phase, num_qo_heads, "
+                "num_kv_heads, page_size, kv_dtype, out_dtype", e["id"])]
+        return {"db": str(default_path(db)), "environments": envs,
+                "measurements": q("select count(*) from measurements")[0][0],
+                "winners": q("select count(*) from winners")[0][0]}
+    except sqlite3.DatabaseError as e:
+        raise StoreError(f"{default_path(db)} cannot be read ({e})") from None
+    finally:
+        conn.close()
+
+
+def winner_summary(report: SweepReport) -> list[dict]:
+    """Per phase, heads and dtype configuration: how often each pipeline won."""
+    groups: dict[tuple, Counter] = defaultdict(Counter)
+    for o in report.outcomes:
+        if o.winner:
+            p = o.problem
+            groups[(p.phase, f"{p.num_qo_heads}/{p.num_kv_heads}", p.page_size, p.kv_dtype, p.out_dtype)][o.winner] += 1
+    return [{"phase": k[0], "heads": k[1], "page_size": k[2], "kv_dtype": k[3], "out_dtype": k[4],
+             "winners": dict(c.most_common())} for k, c in sorted(groups.items())]

@@ -1,0 +1,124 @@
+"""Write side of the store (sqlite-utils). One transaction per problem: a crash loses no finished row."""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import sqlite3
+from pathlib import Path
+
+import sqlite_utils
+
+from dispatcher.device import DeviceInfo
+from dispatcher.pipeline import Pipeline
+from dispatcher.problem import AttentionProblem
+from dispatcher.schema import ENVIRONMENTS, MEASUREMENTS, SCHEMA_VERSION, WINNERS, StoreError
+from dispatcher.store import check_version, default_path
+from dispatcher.table import Ranking
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+class Store:
+    def __init__(self, db: str | os.PathLike | None = None):
+        self.path = default_path(db)
+        if self.path.is_dir():
+            raise StoreError(f"{self.path} is a directory; give --db a file path such as heuristics.db")
+        try:
+            self.db = sqlite_utils.Database(sqlite3.connect(str(self.path), timeout=30, isolation_level=None))
+            self.db.execute("pragma busy_timeout = 30000")
+            if not self.path.exists() or self.db.conn.execute("pragma journal_mode").fetchone()[0] != "wal":
+                self.db.execute("pragma journal_mode = wal")
+            self._migrate()
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"{self.path} cannot be used as a Switchyard database ({e}); "
+                             "point --db at a heuristics.db or a new path") from None
+
+    def _migrate(self) -> None:
+        if "meta" in self.db.table_names():
+            check_version(self.db.conn, self.path)
+            return
+        if self.db.table_names():
+            raise StoreError(f"{self.path} is a SQLite file of another program (tables: "
+                             f"{', '.join(self.db.table_names()[:5])}); point --db at a new path")
+        with self.db.conn:
+            self.db["meta"].create({"key": str, "value": str}, pk="key")
+            self.db["meta"].insert({"key": "schema_version", "value": str(SCHEMA_VERSION)})
+            self.db["environments"].create(ENVIRONMENTS, pk="id", not_null={"key"})
+            self.db["environments"].create_index(["key"], unique=True)
+            self.db["measurements"].create(MEASUREMENTS, pk="id", foreign_keys=[("env_id", "environments", "id")])
+            self.db["measurements"].create_index(["env_id", "problem_key", "pipeline"], unique=True)
+            self.db["winners"].create(WINNERS, pk=("env_id", "problem_key"),
+                                      foreign_keys=[("env_id", "environments", "id")])
+
+    def close(self) -> None:
+        self.db.conn.close()
+
+    # -- environments ----------------------------------------------------------------
+    def environment(self, device: DeviceInfo, timing_mode: str) -> int:
+        v = device.versions
+        cc = ".".join(map(str, device.compute_capability)) if device.compute_capability else ""
+        key = "|".join([device.name, cc, timing_mode, v.get("torch", ""), v.get("cuda", ""), v.get("flashinfer", "")])
+        row = self.db.execute("select id from environments where key = ?", [key]).fetchone()
+        if row:
+            return row[0]
+        with self.db.conn:
+            t = self.db["environments"].insert({
+                "key": key, "device_name": device.name, "device_kind": device.kind, "compute_capability": cc,
+                "sm_count": device.sm_count, "memory_bytes": device.memory_bytes, "driver": str(v.get("driver", "")),
+                "cuda": v.get("cuda", ""), "torch": v.get("torch", ""), "flashinfer": v.get("flashinfer", ""),
+                "python": v.get("python", ""), "timing_mode": timing_mode, "created_at": now()})
+        return t.last_pk
+
+    # -- measurements ----------------------------------------------------------------
+    def measured_pipelines(self, env_id: int, problem: AttentionProblem, retry_failed: bool = False) -> set[str]:
+        skip = "and status != 'failed'" if retry_failed else ""
+        rows = self.db.execute(f"select pipeline from measurements where env_id = ? and problem_key = ? {skip}",
+                               [env_id, problem.key()])
+        return {r[0] for r in rows}
+
+    def record(self, env_id: int, problem: AttentionProblem, results: list[dict], ranking: Ranking | None) -> None:
+        """Store one problem's measurements and its winner atomically (one transaction)."""
+        prob = {k: (int(v) if isinstance(v, bool) else v) for k, v in problem.to_dict().items()}
+        base = {"env_id": env_id, "problem_key": problem.key(), **prob}
+        stamp = now()
+        with self.db.conn:
+            for r in results:
+                self.db["measurements"].insert({**base, **r, "created_at": stamp}, replace=True)
+            if ranking is not None:
+                w, ru = ranking.winner, ranking.runner_up
+                self.db["winners"].insert({
+                    **base, **w.pipeline.to_row(), "median_us": w.median_us, "spread_us": w.spread_us,
+                    "relerr": w.relerr, "runner_up": ru.pipeline.id if ru else None,
+                    "runner_up_us": ru.median_us if ru else None,
+                    "margin": (ru.median_us / w.median_us) if ru else None, "tie": int(ranking.tie),
+                    "candidates": len(results), "created_at": stamp}, replace=True)
+
+    def counts(self) -> dict:
+        q = lambda sql: self.db.execute(sql).fetchone()[0]  # noqa: E731
+        return {"measurements": q("select count(*) from measurements"), "winners": q("select count(*) from winners")}
+
+
+def result_row(pipe: Pipeline, status: str, *, median_us=None, min_us=None, max_us=None, spread_us=None,
+               reps=0, relerr=None, max_relerr=None, error=None) -> dict:
+    return {**pipe.to_row(), "status": status, "median_us": median_us, "min_us": min_us, "max_us": max_us,
+            "spread_us": spread_us, "reps": reps, "relerr": relerr, "max_relerr": max_relerr, "error": error}
+
+
+def is_shipped(path: Path) -> bool:
+    """True for the repository's committed heuristics.db (tests must never write it)."""
+    return path.resolve() == (Path(__file__).resolve().parent.parent / "heuristics.db")
+
+
+def timings(store: "Store", env_id: int, problem: AttentionProblem):
+    """The ok timings of one problem in one environment, as the ranking takes them."""
+    from dispatcher.table import Timing
+    rows = store.db.execute("select * from measurements where env_id = ? and problem_key = ? and status = 'ok'",
+                            [env_id, problem.key()])
+    cols = [d[0] for d in rows.description]
+    out = []
+    for r in rows.fetchall():
+        r = dict(zip(cols, r))
+        out.append(Timing(Pipeline.from_row(r), r["median_us"], r["spread_us"] or 0.0, r["relerr"]))
+    return out

@@ -1,0 +1,139 @@
+"""Sweep orchestration: what to measure, in what order, resuming what a database already holds."""
+from __future__ import annotations
+
+import os
+import traceback
+from dataclasses import dataclass, field
+from typing import Callable
+
+from dispatcher.device import DeviceInfo
+from dispatcher.pipeline import Pipeline, candidates
+from dispatcher.policy import max_relerr
+from dispatcher.problem import AttentionProblem
+from dispatcher.registry import KernelSpec, eligible, load_registry
+from dispatcher.rules import DEFAULT_RULE, resolve
+from dispatcher.table import Timing, rank
+
+from .harness import time_interleaved
+from .inputs import make_inputs, relative_error, working_bytes
+from .runners import runnable
+from .store import Store, result_row, timings
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    max_relerr: float | None = None    # overrides the per-dtype defaults (dispatcher.policy)
+    retry_failed: bool = False
+    rule: str = DEFAULT_RULE
+    all_tactics: bool = True
+    seed: int = 0
+    memory_fraction: float = 0.8       # of free device memory (CPU: of physical memory) a problem may use
+
+
+@dataclass
+class ProblemOutcome:
+    problem: AttentionProblem
+    rows: list[dict] = field(default_factory=list)
+    winner: str | None = None
+    resumed: bool = False              # everything was already measured
+
+
+@dataclass
+class SweepReport:
+    env_id: int
+    outcomes: list[ProblemOutcome] = field(default_factory=list)
+
+    @property
+    def measured(self) -> int:
+        return sum(len(o.rows) for o in self.outcomes)
+
+    def count(self, status: str) -> int:
+        return sum(1 for o in self.outcomes for r in o.rows if r["status"] == status)
+
+
+def free_bytes(device: DeviceInfo) -> int:
+    if device.kind == "cuda":
+        import torch
+        return torch.cuda.mem_get_info(device.index)[0]
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+
+
+def _error_text(e: BaseException) -> str:
+    last = traceback.format_exception_only(type(e), e)[-1].strip()
+    return last[:2000]
+
+
+def measure_problem(p: AttentionProblem, pipes: list[Pipeline], device: DeviceInfo, timer,
+                    opts: SweepOptions) -> list[dict]:
+    """Check every pipeline against the fp32 reference, then time the checked ones interleaved."""
+    need = working_bytes(p)
+    budget_bytes = opts.memory_fraction * free_bytes(device)
+    if need > budget_bytes:
+        why = f"does not fit: needs ~{need / 2**30:.1f} GiB, {budget_bytes / 2**30:.1f} GiB usable on {device.name}"
+        return [result_row(pp, "unsupported", error=why) for pp in pipes]
+    budget = max_relerr(p.kv_dtype, p.out_dtype, opts.max_relerr)
+    x = make_inputs(p, device.torch_device, seed=opts.seed)
+    rows: dict[str, dict] = {}
+    fns, errs = {}, {}
+    for pipe in pipes:
+        runner, why = runnable(pipe.kernel, device)
+        if why:
+            rows[pipe.id] = result_row(pipe, "unsupported", error=why)
+            continue
+        try:
+            fn = runner.build(pipe, x)
+            err = relative_error(fn(), x, pipe.fused_out_quant or pipe.out_quant)
+        except Exception as e:  # noqa: BLE001 (a kernel failing is a result, not a sweep error)
+            rows[pipe.id] = result_row(pipe, "failed", error=_error_text(e))
+            continue
+        fns[pipe.id], errs[pipe.id] = fn, err
+    if fns:
+        try:
+            stats = time_interleaved(fns, timer)
+        except Exception as e:  # noqa: BLE001
+            stats, why = {}, _error_text(e)
+            for pid in fns:
+                rows[pid] = result_row(next(pp for pp in pipes if pp.id == pid), "failed", error=f"timing: {why}")
+        for pid, s in stats.items():
+            pipe = next(pp for pp in pipes if pp.id == pid)
+            status = "ok" if errs[pid] <= budget else "inaccurate"
+            rows[pid] = result_row(pipe, status, median_us=s.median_us, min_us=s.min_us, max_us=s.max_us,
+                                   spread_us=s.spread_us, reps=s.reps, relerr=errs[pid], max_relerr=budget,
+                                   error=None if status == "ok" else
+                                   f"relative error {errs[pid]:.4f} over the budget {budget:g}")
+    return [rows[pp.id] for pp in pipes]   # one row per pipeline, in order
+
+
+def plan(problems: list[AttentionProblem], device: DeviceInfo, registry: dict[str, KernelSpec],
+         all_tactics: bool = True) -> list[tuple[AttentionProblem, list[Pipeline]]]:
+    return [(p, candidates(registry, p, device, all_tactics)) for p in problems]
+
+
+def run_sweep(problems: list[AttentionProblem], device: DeviceInfo, store: Store, timer,
+              opts: SweepOptions = SweepOptions(), registry: dict[str, KernelSpec] | None = None,
+              on_problem: Callable[[ProblemOutcome], None] | None = None) -> SweepReport:
+    """Measure every eligible, not yet measured pipeline of each problem; one transaction per problem."""
+    registry = registry or load_registry()
+    env_id = store.environment(device, timer.mode)
+    report = SweepReport(env_id)
+    for p, pipes in plan(problems, device, registry, opts.all_tactics):
+        done = store.measured_pipelines(env_id, p, opts.retry_failed)
+        todo = [pp for pp in pipes if pp.id not in done]
+        outcome = ProblemOutcome(p, resumed=not todo)
+        if todo:
+            outcome.rows = measure_problem(p, todo, device, timer, opts)
+            passed = {k: r for k, s in registry.items() if (r := eligible(s, p, device))}
+            rule_pick, _ = resolve(opts.rule, p, device, pipes, passed)
+            budget = max_relerr(p.kv_dtype, p.out_dtype, opts.max_relerr)
+            prior = timings(store, env_id, p)
+            new = [Timing(pp, r["median_us"], r["spread_us"] or 0.0, r["relerr"])
+                   for pp, r in zip(todo, outcome.rows) if r["status"] == "ok"]
+            ranking = rank({t.pipeline.id: t for t in prior + new}.values(), budget,
+                           rule_pick.id if rule_pick else None)
+            store.record(env_id, p, outcome.rows, ranking)
+            outcome.winner = ranking.winner.pipeline.id if ranking else None
+        report.outcomes.append(outcome)
+        if on_problem:
+            on_problem(outcome)
+    return report
+
