@@ -64,6 +64,7 @@ def sweep(
     timing: Annotated[Optional[str], typer.Option(help="graph | eager on CUDA (default graph); the CPU uses wall")] = None,
     max_relerr: Annotated[Optional[float], typer.Option(help="accuracy budget for every pipeline (default: per dtype)")] = None,
     retry_failed: Annotated[bool, typer.Option(help="measure again pipelines that failed before")] = False,
+    max_minutes: Annotated[Optional[float], typer.Option(help="start no new problem after this long; rerun to resume")] = None,
 ):
     """Measure every eligible pipeline per problem size on this host and store them (resumes).
 
@@ -76,7 +77,9 @@ def sweep(
         kv_dtypes=csv(kv_dtypes, name="--kv-dtypes"), out_dtypes=csv(out_dtypes, name="--out-dtypes"),
         page_sizes=csv(page_sizes, int, "--page-sizes"), grid="quick" if quick else "full" if full else None,
         device=device or "auto", timing=timing)
-    opts = SweepOptions(max_relerr=max_relerr, retry_failed=retry_failed)
+    import time
+    opts = SweepOptions(max_relerr=max_relerr, retry_failed=retry_failed,
+                        deadline=time.time() + 60 * max_minutes if max_minutes is not None else None)
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), TextColumn("{task.fields[now]}"),
                   console=err, transient=False) as bar:
@@ -90,7 +93,7 @@ def sweep(
                                             f"{p.kv_dtype}/{p.out_dtype} -> {escape(o.winner or '-')}")
         from dispatcher.device import describe
         tick.total = len(library.sweep_problems(req, describe(req.device)))
-        report = library.start_sweep(req, db, opts, on_problem=tick)
+        report = library.start_sweep(req, db, opts, on_problem=tick, say=lambda m: bar.console.print(escape(m)))
     _print_summary(report)
 
 
@@ -103,6 +106,8 @@ def _print_summary(report) -> None:
                   escape(", ".join(f"{k} ({v})" for k, v in g["winners"].items())))
     out.print(t)
     resumed = sum(o.resumed for o in report.outcomes)
+    if report.stopped_early:
+        out.print("[yellow]stopped at --max-minutes; rerun the same command to resume[/]")
     out.print(f"{len(report.outcomes)} problems, {report.measured} pipelines measured "
               f"({report.count('ok')} ok, {report.count('inaccurate')} inaccurate, {report.count('failed')} failed, "
               f"{report.count('unsupported')} unsupported), {resumed} already measured")

@@ -28,8 +28,8 @@ class SizeGrid:
 
 
 FULL = SizeGrid(decode_batch=tuple(pow2_range(1, 512)), decode_kv=tuple(pow2_range(128, 131072)),
-                prefill_batch=(1, 2, 4, 8, 16), prefill_q=tuple(pow2_range(128, 32768)),
-                prefill_prefix_factor=(1, 2, 4), max_prefill_kv=32768, max_tokens=65536)
+                prefill_batch=(1, 4, 16), prefill_q=(128, 512, 2048, 8192),
+                prefill_prefix_factor=(1, 4), max_prefill_kv=32768, max_tokens=32768)
 # small enough that a CPU sweep of llama4-scout takes under two minutes on two cores
 QUICK = SizeGrid(decode_batch=(1, 4, 16), decode_kv=(128, 512), prefill_batch=(1,), prefill_q=(64, 256),
                  prefill_prefix_factor=(1, 4), max_prefill_kv=1024, max_tokens=256)
@@ -49,18 +49,25 @@ def sizes(phase: str, g: SizeGrid) -> list[tuple[int, int, int]]:
 
 
 def problems(model: ModelPreset, tps: list[int], phases: list[str], kv_dtypes: list[str],
-             out_dtypes: list[str], page_sizes: list[int], grid: SizeGrid, q_dtype: str = "bf16") -> list[AttentionProblem]:
+             out_dtypes: list[str], page_sizes: list[int], grid: SizeGrid, q_dtype: str = "bf16",
+             max_kv_bytes: int | None = None) -> list[AttentionProblem]:
+    """The grid, most useful first (first page size and TP before the others), so a sweep cut short
+    by --max-minutes still covers whole configurations. `max_kv_bytes` drops problems whose one-layer
+    KV cache could not be held by the GPU alongside the model's other layers."""
+    from .inputs import kv_bytes
     out = []
-    for tp in tps:
-        hq, hkv = model.heads(tp)
-        for phase in phases:
-            for page in page_sizes:
+    for page in page_sizes:
+        for tp in tps:
+            hq, hkv = model.heads(tp)
+            for phase in phases:
                 for kv in kv_dtypes:
                     for o in out_dtypes:
                         for b, q, L in sizes(phase, grid):
-                            out.append(AttentionProblem(
+                            p = AttentionProblem(
                                 phase=phase, num_qo_heads=hq, num_kv_heads=hkv, head_dim=model.head_dim,
                                 page_size=page, batch_size=b, q_len=q, kv_len=L, q_dtype=q_dtype,
                                 kv_dtype=kv, out_dtype=o, window_left=model.window_left,
-                                has_sinks=model.has_sinks))
+                                has_sinks=model.has_sinks)
+                            if max_kv_bytes is None or kv_bytes(p) <= max_kv_bytes:
+                                out.append(p)
     return out

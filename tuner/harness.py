@@ -33,6 +33,8 @@ class TimingConfig:
     round_s: float = 0.004     # each candidate's calls in one round last at least this long
     max_calls: int = 200       # calls per candidate per round, at most
     graph_calls: int = 10      # calls captured per CUDA graph
+    keep_rounds: int = 3       # after this many rounds, a candidate far behind stops being timed
+    far_behind: float = 1.5    # ... when its fastest round is this much slower than the best median
 
 
 def summarize(samples: list[float], calls: int) -> Stats:
@@ -50,36 +52,48 @@ class WallTimer:
     def __init__(self, cfg: TimingConfig = TimingConfig()):
         self.cfg = cfg
 
-    def prepare(self, fn: Callable) -> Callable[[int], float]:
+    def prepare(self, fns: list[Callable]) -> Callable[[], tuple[float, int]]:
+        """`fns` run the same pipeline on rotated input copies; calls cycle through them."""
         for _ in range(self.cfg.warmup):
-            fn()
+            for f in fns:
+                f()
         t0 = time.perf_counter()
-        fn()
+        fns[0]()
         one = max(time.perf_counter() - t0, 1e-7)
         calls = max(1, min(self.cfg.max_calls, int(self.cfg.round_s / one)))
 
         def timed() -> tuple[float, int]:
             t = time.perf_counter()
-            for _ in range(calls):
-                fn()
+            for i in range(calls):
+                fns[i % len(fns)]()
             return (time.perf_counter() - t) / calls * 1e6, calls
         return timed
 
+    def release(self) -> None:
+        pass
 
-def time_interleaved(fns: dict[str, Callable], timer, cfg: TimingConfig | None = None) -> dict[str, Stats]:
-    """Time every callable in `fns` round by round, rotating the order each round (clock drift
-    then spreads over all candidates instead of favouring whichever ran first)."""
+
+def time_interleaved(fns: dict[str, list[Callable]], timer, cfg: TimingConfig | None = None) -> dict[str, Stats]:
+    """Time every candidate in `fns` (a list of callables over rotated inputs each) round by round,
+    rotating the order each round (clock drift then spreads over all candidates instead of favouring
+    whichever ran first). A candidate clearly out of the race after `keep_rounds` is not timed further:
+    its stats come from fewer rounds, which cannot change the winner."""
     cfg = cfg or timer.cfg
     prepared = {k: timer.prepare(f) for k, f in fns.items()}
     names = list(prepared)
     samples: dict[str, list[float]] = {k: [] for k in names}
     calls: dict[str, int] = {}
+    active = list(names)
     for r in range(cfg.rounds):
-        shift = r % len(names)
-        for k in names[shift:] + names[:shift]:
+        if r == cfg.keep_rounds and len(active) > 1:
+            best = min(statistics.median(samples[k]) for k in active)
+            active = [k for k in active if min(samples[k]) <= cfg.far_behind * best]
+        shift = r % len(active)
+        for k in active[shift:] + active[:shift]:
             us, n = prepared[k]()
             samples[k].append(us)
             calls[k] = n
+    timer.release()
     return {k: summarize(samples[k], calls[k]) for k in names}
 
 

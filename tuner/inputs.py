@@ -2,6 +2,7 @@
 reference output on the same (dequantized) inputs. Never all zeros: random normal values."""
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -85,6 +86,11 @@ def make_inputs(p: AttentionProblem, device: str = "cpu", seed: int = 0) -> Page
     x.ref = reference(x)
     x.o_scale = max(float(x.ref.abs().amax()) * 1.25 / FP8_MAX, 1e-8)
     return x
+
+
+def rotated(x: PagedInputs, copies: int) -> list[PagedInputs]:
+    """`x` and copies of it with their own KV cache (same values), to rotate through when timing."""
+    return [x] + [dataclasses.replace(x, kv_cache=x.kv_cache.clone()) for _ in range(copies - 1)]
 
 
 def allowed_keys(p: AttentionProblem, q_positions: torch.Tensor, device) -> torch.Tensor:

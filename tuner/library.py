@@ -38,11 +38,14 @@ def sweep_problems(req: SweepRequest, dev: DeviceInfo) -> list[AttentionProblem]
     grid = {"quick": QUICK, "full": FULL}[req.grid or ("quick" if on_cpu else "full")]
     tps = list(req.tps or ((1,) if on_cpu else m.default_tps))
     pages = list(req.page_sizes or ((16,) if on_cpu else (16, 32)))
-    return problems(m, tps, list(req.phases), list(req.kv_dtypes), list(req.out_dtypes), pages, grid)
+    # one layer's cache may take its share of 3/4 of the GPU (the rest: weights, activations)
+    cap = None if on_cpu else int(0.75 * dev.memory_bytes / m.num_layers)
+    return problems(m, tps, list(req.phases), list(req.kv_dtypes), list(req.out_dtypes), pages, grid,
+                    max_kv_bytes=cap)
 
 
 def start_sweep(req: SweepRequest, db=None, opts: SweepOptions = SweepOptions(), on_problem=None,
-                allow_shipped: bool = True) -> SweepReport:
+                allow_shipped: bool = True, say=print) -> SweepReport:
     dev = describe(req.device)
     mode = req.timing or default_timing_mode(dev)
     if dev.kind == "cpu" and mode != "wall":
@@ -52,7 +55,12 @@ def start_sweep(req: SweepRequest, db=None, opts: SweepOptions = SweepOptions(),
     if not allow_shipped and is_shipped(store.path):
         raise StoreError("refusing to write the shipped heuristics.db here; pass another --db")
     try:
-        return run_sweep(probs, dev, store, make_timer(mode), opts, load_registry(), on_problem)
+        registry = load_registry()
+        if dev.kind == "cuda":
+            from .jit import prebuild
+            from .sweep import plan
+            prebuild(plan(probs, dev, registry, opts.all_tactics), dev, say)
+        return run_sweep(probs, dev, store, make_timer(mode), opts, registry, on_problem)
     finally:
         store.close()
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import time
 import traceback
 from dataclasses import dataclass, field
 from typing import Callable
@@ -15,7 +16,7 @@ from dispatcher.rules import DEFAULT_RULE, resolve
 from dispatcher.table import Timing, rank
 
 from .harness import time_interleaved
-from .inputs import make_inputs, relative_error, working_bytes
+from .inputs import kv_bytes, make_inputs, relative_error, rotated, working_bytes
 from .runners import runnable
 from .store import Store, result_row, timings
 
@@ -28,6 +29,7 @@ class SweepOptions:
     all_tactics: bool = True
     seed: int = 0
     memory_fraction: float = 0.8       # of free device memory (CPU: of physical memory) a problem may use
+    deadline: float | None = None      # time.time() after which no new problem starts (resumable)
 
 
 @dataclass
@@ -42,6 +44,7 @@ class ProblemOutcome:
 class SweepReport:
     env_id: int
     outcomes: list[ProblemOutcome] = field(default_factory=list)
+    stopped_early: bool = False        # the deadline came first; rerun to resume
 
     @property
     def measured(self) -> int:
@@ -56,6 +59,22 @@ def free_bytes(device: DeviceInfo) -> int:
         import torch
         return torch.cuda.mem_get_info(device.index)[0]
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+
+
+def rotation_copies(nbytes: int) -> int:
+    from .cuda_timing import rotation_copies as copies
+    return copies(nbytes)
+
+
+def _clear_cuda_error(device: DeviceInfo) -> None:
+    """After a failed CUDA call, drain the stream so the next pipeline does not inherit its error.
+    (A sticky error such as an illegal address poisons the process; worker isolation is for that.)"""
+    if device.kind == "cuda":
+        import torch
+        try:
+            torch.cuda.synchronize()
+        except Exception:  # noqa: BLE001
+            pass
 
 
 def _error_text(e: BaseException) -> str:
@@ -73,6 +92,7 @@ def measure_problem(p: AttentionProblem, pipes: list[Pipeline], device: DeviceIn
         return [result_row(pp, "unsupported", error=why) for pp in pipes]
     budget = max_relerr(p.kv_dtype, p.out_dtype, opts.max_relerr)
     x = make_inputs(p, device.torch_device, seed=opts.seed)
+    copies = rotated(x, rotation_copies(kv_bytes(p)) if device.kind == "cuda" else 1)
     rows: dict[str, dict] = {}
     fns, errs = {}, {}
     for pipe in pipes:
@@ -81,12 +101,13 @@ def measure_problem(p: AttentionProblem, pipes: list[Pipeline], device: DeviceIn
             rows[pipe.id] = result_row(pipe, "unsupported", error=why)
             continue
         try:
-            fn = runner.build(pipe, x)
-            err = relative_error(fn(), x, pipe.fused_out_quant or pipe.out_quant)
+            built = [runner.build(pipe, xi) for xi in copies]
+            err = relative_error(built[0](), x, pipe.fused_out_quant or pipe.out_quant)
         except Exception as e:  # noqa: BLE001 (a kernel failing is a result, not a sweep error)
             rows[pipe.id] = result_row(pipe, "failed", error=_error_text(e))
+            _clear_cuda_error(device)
             continue
-        fns[pipe.id], errs[pipe.id] = fn, err
+        fns[pipe.id], errs[pipe.id] = built, err
     if fns:
         try:
             stats = time_interleaved(fns, timer)
@@ -117,6 +138,9 @@ def run_sweep(problems: list[AttentionProblem], device: DeviceInfo, store: Store
     env_id = store.environment(device, timer.mode)
     report = SweepReport(env_id)
     for p, pipes in plan(problems, device, registry, opts.all_tactics):
+        if opts.deadline is not None and time.time() > opts.deadline:
+            report.stopped_early = True
+            break
         done = store.measured_pipelines(env_id, p, opts.retry_failed)
         todo = [pp for pp in pipes if pp.id not in done]
         outcome = ProblemOutcome(p, resumed=not todo)

@@ -25,14 +25,22 @@ class Runner(Protocol):
         """Plan once; the returned callable runs the whole pipeline (q-quant, kernel, out-quant)."""
 
 
+# kernel id -> (module, attribute); imported on first use so the CPU never imports flashinfer code
 MODULES = {
-    "torch-sdpa": "tuner.runners.torch_sdpa",
+    "torch-sdpa": ("tuner.runners.torch_sdpa", "RUNNER"),
+    "trtllm-xqa": ("tuner.runners.flashinfer_xqa", "RUNNER"),
+    "fa2": ("tuner.runners.flashinfer_fa", "FA2"),
+    "fa2-tc": ("tuner.runners.flashinfer_fa", "FA2_TC"),
+    "fa3": ("tuner.runners.flashinfer_fa", "FA3"),
+    "cudnn": ("tuner.runners.flashinfer_fa", "CUDNN"),
+    "trtllm-fmha-v2": ("tuner.runners.flashinfer_trtllm", "FMHA_V2"),
+    "trtllm-gen": ("tuner.runners.flashinfer_trtllm", "TRTLLM_GEN"),
 }
 
 
 def get_runner(kernel: str) -> Runner | None:
-    mod = MODULES.get(kernel)
-    return importlib.import_module(mod).RUNNER if mod else None
+    where = MODULES.get(kernel)
+    return getattr(importlib.import_module(where[0]), where[1]) if where else None
 
 
 def runnable(kernel: str, device: DeviceInfo) -> tuple[Runner | None, str | None]:

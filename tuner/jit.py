@@ -1,0 +1,102 @@
+"""Build every FlashInfer JIT module a sweep needs, up front and in parallel, before any timing.
+
+Which modules a pipeline needs is FlashInfer's business, so we ask it: each distinct pipeline
+configuration runs once on a tiny problem with module loading intercepted; every module not yet
+compiled is collected instead of built, then all are built in one ninja run
+(flashinfer.jit.build_jit_specs). Repeat until a pass finds nothing new."""
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Callable
+
+from dispatcher.device import DeviceInfo
+from dispatcher.pipeline import Pipeline
+from dispatcher.problem import AttentionProblem
+
+from .inputs import make_inputs
+from .runners import runnable
+
+JIT_KERNELS = {"trtllm-xqa", "trtllm-fmha-v2", "fa2", "fa2-tc", "fa3", "cudnn", "trtllm-gen"}
+
+
+class _Needs(Exception):
+    def __init__(self, spec):
+        self.spec = spec
+
+
+def tiny(p: AttentionProblem) -> AttentionProblem:
+    q = 1 if p.phase == "decode" else 16
+    return dataclasses.replace(p, batch_size=1, q_len=q, kv_len=max(4 * p.page_size, 64))
+
+
+def compile_key(p: AttentionProblem, pipe: Pipeline) -> tuple:
+    return (pipe.id, *tiny(p).family())
+
+
+def representatives(plan: list[tuple[AttentionProblem, list[Pipeline]]]) -> dict[tuple, tuple]:
+    reps = {}
+    for p, pipes in plan:
+        for pipe in pipes:
+            if pipe.kernel in JIT_KERNELS:
+                reps.setdefault(compile_key(p, pipe), (tiny(p), pipe))
+    return reps
+
+
+def _discover(reps, device: DeviceInfo) -> tuple[dict[str, object], int]:
+    from flashinfer.jit import core
+    original = core.JitSpec.build_and_load
+    found: dict[str, object] = {}
+
+    def intercept(spec):
+        if spec.is_compiled:
+            return original(spec)
+        raise _Needs(spec)
+
+    core.JitSpec.build_and_load = intercept
+    ran = 0
+    try:
+        for p, pipe in reps.values():
+            runner, why = runnable(pipe.kernel, device)
+            if why:
+                continue
+            try:
+                runner.build(pipe, make_inputs(p, device.torch_device))()
+                ran += 1
+            except _Needs as n:
+                found.setdefault(n.spec.name, n.spec)
+            except Exception:  # noqa: BLE001 (a pipeline that fails will be recorded by the sweep)
+                pass
+    finally:
+        core.JitSpec.build_and_load = original
+    return found, ran
+
+
+def prebuild(plan, device: DeviceInfo, say: Callable[[str], None] = print, max_passes: int = 4) -> dict:
+    """Compile what the plan needs. Returns {"modules": n, "seconds": s}."""
+    reps = representatives(plan)
+    if device.kind != "cuda" or not reps:
+        return {"modules": 0, "seconds": 0.0}
+    from flashinfer.jit import build_jit_specs
+    t0, built = time.time(), 0
+    for n in range(max_passes):
+        specs, ran = _discover(reps, device)
+        if not specs:
+            say(f"JIT: all {len(reps)} pipeline configurations load ({built} modules built, {time.time() - t0:.0f} s)")
+            break
+        names = sorted(specs)
+        say(f"JIT pass {n + 1}: building {len(names)} modules in parallel: {', '.join(x[:60] for x in names[:6])}"
+            + (" ..." if len(names) > 6 else ""))
+        t = time.time()
+        try:
+            build_jit_specs([specs[k] for k in names], verbose=False)
+        except Exception as e:  # noqa: BLE001 (a module that cannot build fails its pipelines later)
+            say(f"JIT: parallel build failed ({type(e).__name__}: {str(e)[:300]}); building one by one")
+            for k in names:
+                try:
+                    specs[k].build_and_load()
+                except Exception:  # noqa: BLE001
+                    say(f"JIT: {k} does not build")
+        built += len(names)
+        say(f"JIT pass {n + 1}: {time.time() - t:.0f} s")
+    return {"modules": built, "seconds": time.time() - t0}

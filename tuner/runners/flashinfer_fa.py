@@ -1,0 +1,103 @@
+"""FlashInfer's FlashAttention kernels: fa2 (CUDA-core decode, fa2 prefill), fa2-tc (tensor-core
+decode) and fa3 (Hopper; decode runs as prefill with q_len 1), and cudnn through the same
+prefill wrapper. Planned once per problem (plan), run many times (run), graph-capturable."""
+from __future__ import annotations
+
+import torch
+
+from dispatcher.pipeline import Pipeline
+
+from ..inputs import TORCH_DTYPES, PagedInputs
+from ._common import FlashInferRunner, compose, model_dtype, no_sinks, out_buffers, query_step, workspace
+
+
+def _split(pipe: Pipeline) -> int | None:
+    n = int(pipe.tactic_dict().get("fixed_split_size", 0))
+    return n or None          # 0: FlashInfer's own split-KV choice
+
+
+class Fa2Decode(FlashInferRunner):
+    kernel, tensor_cores = "fa2", False
+
+    def build(self, pipe: Pipeline, x: PagedInputs):
+        import flashinfer
+        no_sinks(x)
+        p = x.problem
+        kout, post = out_buffers(pipe, x)
+        w = flashinfer.BatchDecodeWithPagedKVCacheWrapper(
+            workspace(x.device, "fa"), "HND", use_cuda_graph=True, use_tensor_cores=self.tensor_cores,
+            paged_kv_indptr_buffer=x.kv_indptr, paged_kv_indices_buffer=x.kv_indices,
+            paged_kv_last_page_len_buffer=x.last_page_len)
+        w.plan(x.kv_indptr, x.kv_indices, x.last_page_len, p.num_qo_heads, p.num_kv_heads, p.head_dim,
+               p.page_size, window_left=p.window_left, q_data_type=model_dtype(x),
+               kv_data_type=TORCH_DTYPES[p.kv_dtype], o_data_type=model_dtype(x), sm_scale=x.sm_scale,
+               fixed_split_size=_split(pipe))
+        kv_scales = dict(k_scale=x.k_scale, v_scale=x.v_scale) if p.kv_dtype == "fp8" else {}
+        return compose(None, lambda: w.run(x.q, x.kv_cache, out=kout, **kv_scales), post)
+
+
+class Fa2TcDecode(Fa2Decode):
+    kernel, tensor_cores = "fa2-tc", True
+
+
+class PagedPrefill(FlashInferRunner):
+    """BatchPrefillWithPagedKVCacheWrapper with one backend; serves decode too (q_len 1)."""
+
+    backend = "fa2"
+
+    def build(self, pipe: Pipeline, x: PagedInputs):
+        import flashinfer
+        no_sinks(x)
+        p = x.problem
+        q, pre, q_scale = query_step(pipe, x)
+        kout, post = out_buffers(pipe, x)
+        w = flashinfer.BatchPrefillWithPagedKVCacheWrapper(
+            workspace(x.device, "fa"), "HND", use_cuda_graph=True, qo_indptr_buf=x.qo_indptr,
+            paged_kv_indptr_buf=x.kv_indptr, paged_kv_indices_buf=x.kv_indices,
+            paged_kv_last_page_len_buf=x.last_page_len, backend=self.backend)
+        extra = {}
+        if self.backend == "cudnn":
+            extra = dict(seq_lens=x.seq_lens, seq_lens_q=torch.full_like(x.seq_lens, p.q_len),
+                         block_tables=x.page_table, max_token_per_sequence=p.q_len, max_sequence_kv=p.kv_len)
+        w.plan(x.qo_indptr, x.kv_indptr, x.kv_indices, x.last_page_len, p.num_qo_heads, p.num_kv_heads,
+               p.head_dim, p.page_size, causal=p.causal, sm_scale=x.sm_scale, window_left=p.window_left,
+               q_data_type=q.dtype, kv_data_type=TORCH_DTYPES[p.kv_dtype], o_data_type=model_dtype(x),
+               fixed_split_size=_split(pipe), **extra)
+        scales = {}
+        if pipe.q_quant:
+            scales["q_scale"] = q_scale
+        if p.kv_dtype == "fp8":
+            scales.update(k_scale=x.k_scale, v_scale=x.v_scale)
+        return compose(pre, lambda: w.run(q, x.kv_cache, out=kout, **scales), post)
+
+
+class Fa2(FlashInferRunner):
+    """fa2: CUDA-core decode for decode, the fa2 paged prefill kernel for prefill."""
+
+    kernel = "fa2"
+
+    def build(self, pipe: Pipeline, x: PagedInputs):
+        return (_FA2_DECODE if x.problem.phase == "decode" else _FA2_PREFILL).build(pipe, x)
+
+
+class Fa3(PagedPrefill):
+    kernel, backend, archs = "fa3", "fa3", (90,)
+
+
+class Cudnn(PagedPrefill):
+    kernel, backend, archs = "cudnn", "cudnn", (90, 100, 103)
+
+    def unavailable(self, device):
+        why = super().unavailable(device)
+        if why:
+            return why
+        try:
+            import cudnn  # noqa: F401 (nvidia-cudnn-frontend)
+        except Exception as e:  # noqa: BLE001
+            return f"the cudnn backend needs nvidia-cudnn-frontend ({type(e).__name__}: {e})"
+        return None
+
+
+_FA2_DECODE = Fa2Decode()
+_FA2_PREFILL = PagedPrefill()
+FA2, FA2_TC, FA3, CUDNN = Fa2(), Fa2TcDecode(), Fa3(), Cudnn()
