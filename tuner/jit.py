@@ -7,7 +7,10 @@ compiled is collected instead of built, then all are built in one ninja run
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 import time
+from pathlib import Path
 from typing import Callable
 
 from dispatcher.device import DeviceInfo
@@ -72,17 +75,49 @@ def _discover(reps, device: DeviceInfo) -> tuple[dict[str, object], int]:
     return found, ran
 
 
+def manifest_path() -> Path:
+    """Beside FlashInfer's JIT cache, so that clearing the cache clears it too."""
+    import flashinfer
+    base = Path(os.environ.get("FLASHINFER_WORKSPACE_BASE", Path.home()))
+    return base / ".cache" / f"switchyard-jit-{flashinfer.__version__}.json"
+
+
+def _verified() -> set[str]:
+    try:
+        return set(json.loads(manifest_path().read_text()))
+    except (OSError, ValueError):
+        return set()
+
+
+def _remember(keys: set[str]) -> None:
+    path = manifest_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(sorted(keys | _verified())))
+    tmp.replace(path)
+
+
 def prebuild(plan, device: DeviceInfo, say: Callable[[str], None] = print, max_passes: int = 4) -> dict:
-    """Compile what the plan needs. Returns {"modules": n, "seconds": s}."""
+    """Compile what the plan needs. Returns {"modules": n, "seconds": s}.
+
+    Configurations found loadable before (the manifest) are not run again: checking them all costs
+    a minute or two per sweep call even when nothing needs building."""
     reps = representatives(plan)
     if device.kind != "cuda" or not reps:
         return {"modules": 0, "seconds": 0.0}
     from flashinfer.jit import build_jit_specs
+    known = _verified()
+    todo = {k: v for k, v in reps.items() if repr(k) not in known}
+    if not todo:
+        say(f"JIT: all {len(reps)} pipeline configurations were verified earlier ({manifest_path()})")
+        return {"modules": 0, "seconds": 0.0}
+    reps = todo
     t0, built = time.time(), 0
     for n in range(max_passes):
         specs, ran = _discover(reps, device)
         if not specs:
             say(f"JIT: all {len(reps)} pipeline configurations load ({built} modules built, {time.time() - t0:.0f} s)")
+            _remember({repr(k) for k in reps})
             break
         names = sorted(specs)
         say(f"JIT pass {n + 1}: building {len(names)} modules in parallel: {', '.join(x[:60] for x in names[:6])}"
