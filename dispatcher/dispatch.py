@@ -18,13 +18,15 @@ CACHE_LIMIT = 65536   # distinct buckets remembered; bounded so hostile traffic 
 
 class Dispatcher:
     def __init__(self, table: Table, device: DeviceInfo, registry: dict[str, KernelSpec] | None = None,
-                 rule: str = DEFAULT_RULE, max_relerr: float | None = None, timing_mode: str = ""):
+                 rule: str = DEFAULT_RULE, max_relerr: float | None = None, timing_mode: str = "",
+                 learned: bool = True):
         if rule not in RULES:
             raise ValueError(f"rule {rule!r} is unknown; use one of {', '.join(RULES)}")
         self.table, self.device, self.rule = table, device, rule
         self.registry = registry or load_registry()
         self.max_relerr = max_relerr
         self.timing_mode = timing_mode
+        self.learned = learned        # False: unmeasured buckets take the nearest measured one
         self._cache: dict[AttentionProblem, Decision] = {}
 
     def choose(self, problem: AttentionProblem) -> Decision:
@@ -49,6 +51,10 @@ class Dispatcher:
         ranking = rank(self.table.timings(p), budget, rule_pick.id, allowed)
         if ranking is not None:
             return self._from_ranking(ranking, "measured", budget, "measured here")
+        if self.learned:
+            ranking = rank(self.table.predicted(p), budget, rule_pick.id, allowed)
+            if ranking is not None:
+                return self._from_ranking(ranking, "learned", budget, "predicted from measured neighbours")
         for near in self.table.neighbours(p):
             ranking = rank(self.table.timings(near), budget, rule_pick.id, allowed)
             if ranking is not None:
@@ -65,8 +71,8 @@ class Dispatcher:
         if r.runner_up is not None:
             rel = "tie within noise with" if r.tie else f"{r.runner_up.median_us / w.median_us:.2f}x faster than"
             why += f", {rel} {r.runner_up.pipeline.id} {r.runner_up.median_us:.1f} us"
-            if r.tie:
-                why += f" (kept {self.rule}'s choice)" if w.pipeline.kernel else ""
+            if r.kept_rule:
+                why += f" (kept {self.rule}'s choice)"
         if r.over_budget:
             why += f"; over the {budget:g} relative-error budget: {', '.join(r.over_budget)}"
         return self._decision(w.pipeline, w.median_us, w.relerr, source, why)

@@ -5,6 +5,7 @@ import math
 from dataclasses import dataclass
 from typing import Iterable
 
+from .model import predict
 from .pipeline import Pipeline
 from .problem import FIELDS, AttentionProblem
 
@@ -23,6 +24,7 @@ class Ranking:
     runner_up: Timing | None
     tie: bool                       # the winner is within noise of the fastest
     over_budget: tuple[str, ...]    # pipelines passed over for accuracy
+    kept_rule: bool = False         # the rule's pipeline was kept although another measured faster
 
 
 def noise_us(a: Timing, b: Timing) -> float:
@@ -46,16 +48,16 @@ def rank(timings: Iterable[Timing], budget: float, prefer: str | None = None,
         return None
     usable.sort(key=lambda t: (t.median_us, t.pipeline.id))
     best = usable[0]
-    winner, tie = best, False
+    winner, tie, kept_rule = best, False, False
     if prefer and prefer != best.pipeline.id:
         kept = next((t for t in usable if t.pipeline.id == prefer), None)
         if kept is not None and kept.median_us - best.median_us <= noise_us(best, kept):
-            winner, tie = kept, True
+            winner, tie, kept_rule = kept, True, True
     others = [t for t in usable if t is not winner]
     runner = others[0] if others else None
     if runner is not None and not tie:
         tie = runner.median_us - winner.median_us <= noise_us(winner, runner)
-    return Ranking(winner, runner, tie, tuple(sorted(over)))
+    return Ranking(winner, runner, tie, tuple(sorted(over)), kept_rule)
 
 
 def _log_sizes(p: AttentionProblem) -> tuple[float, float, float]:
@@ -96,3 +98,20 @@ class Table:
         here = _log_sizes(p)
         pts = self.by_family.get(p.family(), [])
         return [b for _, b in sorted(pts, key=lambda x: (math.dist(x[0], here), x[0]))]
+
+    def predicted(self, p: AttentionProblem) -> list[Timing]:
+        """Each pipeline measured in this family, at p's sizes, as the local model predicts it.
+        The spread is the fit's residual; the accuracy is the worst measured nearby."""
+        by_pipe: dict[str, list] = {}
+        for x, b in self.by_family.get(p.family(), []):
+            for pid, t in self.by_bucket[b].items():
+                by_pipe.setdefault(pid, []).append((x, t))
+        here, out = _log_sizes(p), []
+        for pid, pts in by_pipe.items():
+            pred = predict([(x, t.median_us) for x, t in pts], here)
+            if pred is None:
+                continue
+            near = sorted(pts, key=lambda xt: math.dist(xt[0], here))[: pred.support]
+            errs = [t.relerr for _, t in near if t.relerr is not None]
+            out.append(Timing(pts[0][1].pipeline, pred.us, pred.us * pred.rel_error, max(errs) if errs else None))
+        return out

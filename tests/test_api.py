@@ -18,7 +18,7 @@ def test_post_decisions_in_order(server):
     probs = [q(batch_size=1, kv_len=64), q(batch_size=64, kv_len=64), q(head_dim=128)]
     r = httpx.post(f"{server}/v1/decisions", json={"problems": probs})
     assert r.status_code == 200
-    assert [d["source"] for d in r.json()["decisions"]] == ["measured", "nearest", "rule"]
+    assert [d["source"] for d in r.json()["decisions"]] == ["measured", "learned", "rule"]
     assert r.json()["count"] == 3
 
 

@@ -30,7 +30,7 @@ def test_sweep_decide_show_end_to_end(tmp_path):
                          "batch_size": b, "kv_len": 128, "kv_dtype": "fp8", "out_dtype": "fp8"}) for b in (1, 3, 400)]
     r = tuner("decide", "--db", db, "--input", "-", input="\n".join(lines) + "\n")
     outs = [json.loads(x) for x in r.stdout.splitlines()]
-    assert [o["source"] for o in outs] == ["measured", "measured", "nearest"]
+    assert [o["source"] for o in outs] == ["measured", "measured", "learned"]
 
     info = json.loads(tuner("show", "--db", db, "--json").stdout)
     assert info["measurements"] == 12 and info["winners"] == 6

@@ -20,8 +20,15 @@ def test_measured_bucket(swept_db):
 
 
 def test_nearest_neighbour_in_the_same_family(swept_db):
-    dec = load(swept_db[0], "cpu").choose(small(batch_size=64, kv_len=256))
+    d = load(swept_db[0], "cpu")
+    d.learned = False
+    dec = d.choose(small(batch_size=64, kv_len=256))
     assert dec.source == "nearest" and "batch_size=4 q_len=1 kv_len=256" in dec.reason
+
+
+def test_learned_prediction_between_measured_shapes(swept_db):
+    dec = load(swept_db[0], "cpu").choose(small(batch_size=2, kv_len=128))   # between b 1..4, kv 64..256
+    assert dec.source == "learned" and dec.expected_us > 0 and "predicted" in dec.reason
 
 
 def test_rule_where_the_family_was_never_measured(swept_db):

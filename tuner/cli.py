@@ -193,6 +193,51 @@ def show(db: Db = None, as_json: Annotated[bool, typer.Option("--json")] = False
 
 @app.command()
 @friendly
+def evaluate(db: Db = None, device: Dev = None,
+             holdout: Annotated[float, typer.Option(help="fraction of measured buckets held out")] = 0.2,
+             seed: Annotated[int, typer.Option()] = 0,
+             as_json: Annotated[bool, typer.Option("--json")] = False):
+    """Regret on held-out measured shapes (chosen / best time) and speedup over the built-in rules.
+
+    Example: tuner evaluate --device "NVIDIA H200" --holdout 0.2 --seed 0
+    """
+    from .evaluate import evaluate as run_eval
+    if not 0 < holdout < 1:
+        raise ValueError(f"--holdout {holdout} is out of range; use a fraction between 0 and 1, e.g. 0.2")
+    res = run_eval(db, device, holdout, seed)
+    if as_json:
+        print(json.dumps(res, indent=1))
+        return
+    t = RichTable(title=f"{res['device']}: {res['held_out']} of {res['buckets']} measured buckets held out (seed {seed})")
+    for c in ("configuration", "method", "n", "regret gm", "p95", "max", "vs vllm-2026", "vs vllm-2025", "slower than a rule"):
+        t.add_column(c)
+    for cfg, ms in res["configs"].items():
+        for m, v in ms.items():
+            t.add_row(cfg, m, str(v["n"]), f"{v['regret_geomean']:.3f}", f"{v['regret_p95']:.3f}", f"{v['regret_max']:.3f}",
+                      f"{v['speedup_vs_vllm-2026']:.3f}x", f"{v['speedup_vs_vllm-2025']:.3f}x",
+                      f"{v['slower_than_vllm-2026'] + v['slower_than_vllm-2025']}")
+    out.print(t)
+    o = RichTable(title="best measured pipeline vs each rule's pick, all measured buckets (time ratio)")
+    for c in ("configuration", "vllm-2026 gm", "max", "vllm-2025 gm", "max"):
+        o.add_column(c)
+    for cfg, r in res["oracle_vs_rules"].items():
+        a, b = r.get("vllm-2026", {}), r.get("vllm-2025", {})
+        o.add_row(cfg, f"{a.get('geomean', float('nan')):.3f}x", f"{a.get('max', float('nan')):.2f}x",
+                  f"{b.get('geomean', float('nan')):.3f}x", f"{b.get('max', float('nan')):.2f}x")
+    out.print(o)
+
+
+@app.command()
+@friendly
+def report(db: Db = None, device: Dev = None,
+           markdown: Annotated[bool, typer.Option("--markdown", help="winner maps as Markdown tables")] = True):
+    """Which pipeline wins where: a batch x kv_len map per phase and dtype configuration."""
+    from .report import winner_maps
+    print(winner_maps(db, device))
+
+
+@app.command()
+@friendly
 def serve(host: Annotated[str, typer.Option(help="bind address (loopback by default)")] = "127.0.0.1",
           port: Annotated[int, typer.Option()] = 8177, db: Db = None, device: Dev = None):
     """Serve decisions over REST (OpenAPI docs at /docs)."""

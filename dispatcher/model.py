@@ -1,0 +1,69 @@
+"""Predicting a pipeline's time at an unmeasured size from its measured neighbours.
+
+log(time) is modelled as locally linear in (log2 batch_size, log2 q_len, log2 kv_len): a weighted
+least-squares plane through the K nearest measured points of that pipeline (ridge-regularised, so a
+dimension that does not vary, such as q_len in decode, costs nothing). Attention time is close to
+linear in tokens x KV length at large sizes and flat at small ones, which such local planes follow.
+Pure Python: it runs once per new bucket, never on the hot path."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+K_NEAREST = 6
+RIDGE = 1e-3
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    us: float
+    rel_error: float   # the local fit's residual (relative), used as the prediction's noise
+    support: int       # measured points used
+
+
+def _solve(a: list[list[float]], b: list[float]) -> list[float] | None:
+    n = len(b)
+    m = [row[:] + [b[i]] for i, row in enumerate(a)]
+    for c in range(n):
+        piv = max(range(c, n), key=lambda r: abs(m[r][c]))
+        if abs(m[piv][c]) < 1e-12:
+            return None
+        m[c], m[piv] = m[piv], m[c]
+        for r in range(n):
+            if r != c:
+                f = m[r][c] / m[c][c]
+                for k in range(c, n + 1):
+                    m[r][k] -= f * m[c][k]
+    return [m[i][n] / m[i][i] for i in range(n)]
+
+
+def predict(points: list[tuple[tuple[float, ...], float]], at: tuple[float, ...]) -> Prediction | None:
+    """points: ((log2 sizes), time_us) measured for one pipeline; at: the log2 sizes to predict."""
+    if not points:
+        return None
+    near = sorted(points, key=lambda p: math.dist(p[0], at))[:K_NEAREST]
+    if len(near) < 3:
+        x, t = near[0]
+        return Prediction(t, 0.25, len(near))
+    dim = len(at)
+    ata = [[0.0] * (dim + 1) for _ in range(dim + 1)]
+    aty = [0.0] * (dim + 1)
+    rows = []
+    for x, t in near:
+        d = math.dist(x, at)
+        w = 1.0 / (0.25 + d * d)
+        row = [1.0] + [xi - ai for xi, ai in zip(x, at)]
+        y = math.log(t)
+        rows.append((row, y, w))
+        for i in range(dim + 1):
+            aty[i] += w * row[i] * y
+            for j in range(dim + 1):
+                ata[i][j] += w * row[i] * row[j]
+    for i in range(1, dim + 1):
+        ata[i][i] += RIDGE
+    beta = _solve(ata, aty)
+    if beta is None:
+        return None
+    resid = [y - sum(b * r for b, r in zip(beta, row)) for row, y, _ in rows]
+    rel = math.sqrt(sum(e * e for e in resid) / len(resid))
+    return Prediction(math.exp(beta[0]), max(rel, 0.01), len(near))

@@ -1,0 +1,65 @@
+import math
+
+from dispatcher.device import H200
+from dispatcher.dispatch import Dispatcher
+from dispatcher.model import predict
+from dispatcher.pipeline import Pipeline
+from dispatcher.table import Table, Timing
+
+from tests.conftest import small
+
+SCOUT = dict(num_qo_heads=40, num_kv_heads=8, head_dim=128, kv_dtype="fp8", out_dtype="fp8")
+XQA = Pipeline("trtllm-xqa", "bf16", "fp8", "fp8", tactic=(("enable_pdl", False),))
+TC = Pipeline("fa2-tc", "bf16", "fp8", "bf16", out_quant=True, tactic=(("fixed_split_size", 0),))
+
+
+def grid(time_of):
+    pts = []
+    for b in range(0, 8):
+        for kv in range(7, 15):
+            pts.append(((float(b), 0.0, float(kv)), time_of(2 ** b, 2 ** kv)))
+    return pts
+
+
+def test_unseen_shape_between_two_measured_ones():
+    # time linear in batch x kv (bandwidth bound) plus a launch floor
+    pts = [p for p in grid(lambda b, kv: 5 + b * kv / 1000) if p[0] != (3.0, 0.0, 10.0)]
+    got = predict(pts, (3.0, 0.0, 10.0)).us
+    truth = 5 + 8 * 1024 / 1000
+    assert abs(got - truth) / truth < 0.05
+    lo, hi = 5 + 8 * 512 / 1000, 5 + 8 * 2048 / 1000
+    assert lo < got < hi
+
+
+def test_predictions_are_monotone_where_the_data_is():
+    pts = grid(lambda b, kv: 5 + b * kv / 1000)
+    preds = [predict(pts, (4.0, 0.0, kv + 0.5)).us for kv in range(7, 14)]
+    assert all(a < b for a, b in zip(preds, preds[1:]))
+
+
+def test_learned_decision_picks_the_pipeline_predicted_faster():
+    # XQA grows slowly with KV, FA2-TC starts slower but wins at long KV: a crossover at kv 2^11
+    xqa = lambda b, kv: 10 + b * kv / 200    # noqa: E731
+    tc = lambda b, kv: 30 + b * kv / 400     # noqa: E731
+    t = Table()
+    for b in (1, 2, 4, 8):
+        for kv in (128, 512, 2048, 8192, 32768):
+            p = small(**SCOUT, batch_size=b, kv_len=kv)
+            t.add(p, Timing(XQA, xqa(b, kv), 0.1, 0.04))
+            t.add(p, Timing(TC, tc(b, kv), 0.1, 0.003))
+    d = Dispatcher(t, H200)
+    short, long = d.choose(small(**SCOUT, batch_size=2, kv_len=256)), d.choose(small(**SCOUT, batch_size=2, kv_len=16384))
+    assert short.source == long.source == "learned"
+    assert short.kernel == "trtllm-xqa" and short.fused_out_quant
+    assert long.kernel == "fa2-tc" and long.out_quant
+    assert math.isclose(long.expected_us, tc(2, 16384), rel_tol=0.1)
+
+
+def test_a_tight_accuracy_budget_excludes_the_xqa_fp8_kernel():
+    t = Table()
+    p = small(**SCOUT, batch_size=4, kv_len=1024)
+    t.add(p, Timing(XQA, 10.0, 0.1, 0.045))     # the XQA FP8 kernel's measured error on the H200
+    t.add(p, Timing(TC, 14.0, 0.1, 0.003))
+    assert Dispatcher(t, H200).choose(p).kernel == "trtllm-xqa"
+    tight = Dispatcher(t, H200, max_relerr=0.01).choose(p)
+    assert tight.kernel == "fa2-tc" and "over the 0.01 relative-error budget: trtllm-xqa" in tight.reason
