@@ -30,12 +30,17 @@ class Dispatcher:
         self._cache: dict[AttentionProblem, Decision] = {}
 
     def choose(self, problem: AttentionProblem) -> Decision:
-        bucket = problem.bucket()
-        hit = self._cache.get(bucket)
+        """The decision for a problem: a dict lookup once its bucket has been decided. No I/O, no
+        locks, no tensors, no device calls: safe inside CUDA-graph capture."""
+        hit = self._cache.get(problem)
         if hit is None:
-            hit = self._decide(bucket)
-            if len(self._cache) < CACHE_LIMIT:
+            bucket = problem.bucket()
+            hit = self._cache.get(bucket)
+            if hit is None:
+                hit = self._decide(bucket)
+            if len(self._cache) < CACHE_LIMIT:      # bounded: hostile traffic cannot grow memory
                 self._cache[bucket] = hit
+                self._cache[problem] = hit
         return hit
 
     # -- off the fast path: once per bucket -------------------------------------------

@@ -52,6 +52,9 @@ def _flag(field: str, value: Any) -> bool:
     raise ProblemError(field, f"{field} {value!r} is not a boolean; use true or false")
 
 
+FIELDS: tuple[str, ...] = ()   # set below, once the dataclass exists
+
+
 def next_pow2(n: int) -> int:
     return 1 << (n - 1).bit_length()
 
@@ -108,6 +111,10 @@ class AttentionProblem:
         if self.q_len > self.kv_len:
             raise ProblemError("q_len", f"q_len {self.q_len} exceeds kv_len {self.kv_len}; kv_len counts "
                                "the new tokens too, so kv_len >= q_len")
+        put("_hash", hash(tuple(getattr(self, f) for f in FIELDS)))
+
+    def __hash__(self) -> int:
+        return self._hash        # computed once: the dispatcher's cache hashes problems per call
 
     # -- derived ---------------------------------------------------------------
     @property
@@ -150,4 +157,4 @@ class AttentionProblem:
         return cls(**data)
 
 
-FIELDS = tuple(f.name for f in dataclasses.fields(AttentionProblem))
+FIELDS = tuple(f.name for f in dataclasses.fields(AttentionProblem))  # noqa: F811 (used by __post_init__)

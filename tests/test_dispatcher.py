@@ -75,3 +75,16 @@ def test_ties_within_noise_keep_the_rules_choice():
 def test_import_dispatcher_is_light():
     code = "import sys, dispatcher; print(sorted(m for m in ('torch','fastapi','optuna','flashinfer') if m in sys.modules))"
     assert subprocess.check_output([sys.executable, "-c", code], cwd=ROOT, text=True).strip() == "[]"
+
+
+def test_choose_does_no_io_after_load(swept_db, monkeypatch):
+    import builtins
+    import sqlite3
+    d = load(swept_db[0], "cpu")
+
+    def refuse(*a, **k):
+        raise AssertionError("I/O on the hot path")
+    monkeypatch.setattr(sqlite3, "connect", refuse)
+    monkeypatch.setattr(builtins, "open", refuse)
+    for p in (small(), small(batch_size=3, kv_len=100), small(head_dim=128)):
+        assert d.choose(p).kernel == "torch-sdpa"

@@ -1,0 +1,91 @@
+"""Lookup cost of Dispatcher.choose() (warm, in-process) beside a plain Python copy of vLLM's rule.
+
+    .venv/bin/python benchmarks/bench_choose.py [--db heuristics.db] [--device "NVIDIA H200"]
+
+Each call is timed on its own with perf_counter_ns (the timer's own cost, measured on an empty
+call, is reported and subtracted); p50 and p99 over 200k calls per case, interleaved in rounds."""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import time
+
+from dispatcher import AttentionProblem, load
+
+
+def vllm_rule(num_qo_heads, num_kv_heads, num_tokens, max_seq_len, dcp_world_size, kv_cache_dtype,
+              q_dtype, is_prefill, force_use_trtllm=None, has_sinks=False, has_spec=False, sm=90):
+    """The decision logic of vLLM's use_trtllm_attention (2026), written out in plain Python with the
+    platform checks reduced to an SM number, as the baseline a rule costs."""
+    if force_use_trtllm is not None and not force_use_trtllm:
+        return False
+    if dcp_world_size > 1:
+        return False
+    if sm not in (90, 100, 103, 120, 121) or (is_prefill and sm == 90):
+        return False
+    if num_qo_heads % num_kv_heads != 0:
+        return False
+    if has_spec and not is_prefill:
+        return True
+    if q_dtype == "fp8":
+        return True
+    if has_sinks:
+        return True
+    if force_use_trtllm is None:
+        if is_prefill:
+            return kv_cache_dtype == "auto"
+        if sm in (90, 120, 121) and kv_cache_dtype.startswith("fp8"):
+            return True
+        return num_tokens <= 256 and kv_cache_dtype == "auto"
+    return True
+
+
+def percentiles(fn, n: int, overhead: float) -> tuple[float, float]:
+    ts = []
+    clock = time.perf_counter_ns
+    for _ in range(n):
+        t = clock()
+        fn()
+        ts.append(clock() - t)
+    ts.sort()
+    return (max(ts[n // 2] - overhead, 0) / 1e3, max(ts[int(n * 0.99)] - overhead, 0) / 1e3)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--db", default="heuristics.db")
+    ap.add_argument("--device", default="NVIDIA H200")
+    ap.add_argument("--calls", type=int, default=200_000)
+    a = ap.parse_args()
+    d = load(a.db, a.device)
+    base = dict(phase="decode", num_qo_heads=40, num_kv_heads=8, head_dim=128, page_size=16,
+                kv_dtype="fp8", out_dtype="fp8")
+    cases = {"measured": AttentionProblem(**base, batch_size=16, kv_len=2048),
+             "learned": AttentionProblem(**base, batch_size=16, kv_len=131072),   # beyond the measured grid
+             "rule": AttentionProblem(**{**base, "num_qo_heads": 10, "num_kv_heads": 2}, batch_size=12, kv_len=1900)}
+    fns = {k: (lambda p=p: d.choose(p)) for k, p in cases.items()}
+    equal = {k: AttentionProblem(**{f: getattr(p, f) for f in p.to_dict()}) for k, p in cases.items()}
+    fns.update({f"{k} (equal, new object)": (lambda p=p: d.choose(p)) for k, p in equal.items()})
+    fns["vllm rule (plain Python)"] = lambda: vllm_rule(40, 8, 12, 1900, 1, "fp8_e4m3", "bf16", False)
+    sources = {k: d.choose(p).source for k, p in cases.items()}
+    for f in fns.values():
+        f()
+    overhead = statistics.median(percentiles(lambda: None, 20000, 0)[0] * 1e3 for _ in range(3))
+    res = {k: [] for k in fns}
+    for _ in range(5):                        # interleaved rounds
+        for k, f in fns.items():
+            res[k].append(percentiles(f, a.calls // 5, overhead))
+    out = {"python": platform.python_version(), "cpu": platform.processor() or platform.machine(),
+           "timer_overhead_ns": overhead, "sources": sources, "cases": {}}
+    rule_p50 = statistics.median(r[0] for r in res["vllm rule (plain Python)"])
+    for k, rs in res.items():
+        p50, p99 = statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs)
+        out["cases"][k] = {"p50_us": round(p50, 3), "p99_us": round(p99, 3), "p50_vs_rule": round(p50 / rule_p50, 2)}
+        print(f"{k:38s} p50 {p50:6.3f} us  p99 {p99:6.3f} us  ({p50 / rule_p50:.2f}x the rule)")
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

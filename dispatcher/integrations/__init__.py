@@ -1,0 +1,1 @@
+"""Drop-ins for serving engines."""
