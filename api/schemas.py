@@ -6,6 +6,8 @@ from typing import Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 MAX_PROBLEMS_PER_REQUEST = 1024
+MAX_SWEEP_PROBLEMS = 256          # an explicit list per sweep job
+MAX_PRESET_PROBLEMS = 4096        # what a preset sweep may expand to
 
 
 class ProblemIn(BaseModel):
@@ -54,3 +56,33 @@ class DecisionsRequest(BaseModel):
 class DecisionsPublic(BaseModel):
     decisions: list[DecisionPublic]
     count: int
+
+
+class SweepCreate(BaseModel):
+    """A preset model with options, or an explicit list of problems. The database is the daemon's own:
+    no request can name a path on the host."""
+    model_config = ConfigDict(extra="forbid")
+    model: Optional[str] = Field(None, description="a preset: llama4-scout, llama-3.1-8b, ...")
+    tp: Optional[list[int]] = None
+    phases: list[str] = ["decode", "prefill"]
+    kv_dtypes: list[str] = ["bf16", "fp8"]
+    out_dtypes: list[str] = ["bf16", "fp8"]
+    page_sizes: Optional[list[int]] = None
+    grid: Optional[str] = Field(None, description="quick | full (default: full on a GPU, quick on the CPU)")
+    problems: Optional[list[ProblemIn]] = Field(None, max_length=MAX_SWEEP_PROBLEMS)
+
+
+class SweepPublic(BaseModel):
+    id: str
+    kind: str
+    state: str
+    total: int
+    done: int
+    progress: float
+    eta_s: Optional[float]
+    measured: int
+    counts: dict
+    error: Optional[str]
+    created_at: float
+    started_at: Optional[float]
+    finished_at: Optional[float]

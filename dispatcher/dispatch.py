@@ -14,6 +14,7 @@ from .rules import DEFAULT_RULE, RULES, resolve
 from .table import Ranking, Table, rank
 
 CACHE_LIMIT = 65536   # distinct buckets remembered; bounded so hostile traffic cannot grow memory
+MISS_LIMIT = 4096     # distinct missed problems counted between flushes
 
 
 class Dispatcher:
@@ -28,6 +29,8 @@ class Dispatcher:
         self.timing_mode = timing_mode
         self.learned = learned        # False: unmeasured buckets take the nearest measured one
         self._cache: dict[AttentionProblem, Decision] = {}
+        self.misses: dict[AttentionProblem, int] = {}   # buckets answered without a measurement
+        self.db = None                                     # set by load(); used by refresh and flush
 
     def choose(self, problem: AttentionProblem) -> Decision:
         """The decision for a problem: a dict lookup once its bucket has been decided. No I/O, no
@@ -41,7 +44,33 @@ class Dispatcher:
             if len(self._cache) < CACHE_LIMIT:      # bounded: hostile traffic cannot grow memory
                 self._cache[bucket] = hit
                 self._cache[problem] = hit
+        if hit.source != "measured":
+            self._miss(problem)
         return hit
+
+    def _miss(self, problem: AttentionProblem) -> None:
+        # a plain dict increment under the GIL: no lock; concurrent increments may lose a count
+        m = self.misses
+        if problem in m:
+            m[problem] += 1
+        elif len(m) < MISS_LIMIT:
+            m[problem] = 1
+
+    def take_misses(self) -> dict:
+        """The counts since the last call, by bucket with the source that answered them."""
+        taken, self.misses = self.misses, {}
+        out: dict = {}
+        for p, n in taken.items():
+            b = p.bucket()
+            src = self._cache.get(b)
+            prev = out.get(b, (None, 0))[1]
+            out[b] = (src.source if src else "rule", prev + n)
+        return out
+
+    def swap_table(self, table: Table) -> None:
+        """Atomically replace the table: a choose() sees the old or the new table, never a mix."""
+        self.table = table
+        self._cache = {}
 
     # -- off the fast path: once per bucket -------------------------------------------
     def _decide(self, p: AttentionProblem) -> Decision:
@@ -125,4 +154,18 @@ def load(db: str | os.PathLike | None = None, device: str | None = None, *, rule
     finally:
         if conn:
             conn.close()
-    return Dispatcher(table, dev, registry, rule, max_relerr, mode)
+    d = Dispatcher(table, dev, registry, rule, max_relerr, mode)
+    d.db = db
+    return d
+
+
+def read_table(db, device: DeviceInfo, timing_mode: str) -> Table:
+    conn = store.open_readonly(db)
+    if conn is None:
+        return Table()
+    try:
+        envs = store.environments(conn)
+        ids = [e["id"] for e in envs if e["device_name"] == device.name and e["timing_mode"] == timing_mode]
+        return Table.from_rows(store.ok_measurements(conn, ids)) if ids else Table()
+    finally:
+        conn.close()

@@ -1,7 +1,7 @@
 """The store's schema, shared by the reader (dispatcher) and the writer (tuner)."""
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2      # 2: the misses table
 STATUSES = ("ok", "failed", "unsupported", "inaccurate")
 
 PROBLEM_COLUMNS = {
@@ -32,6 +32,15 @@ WINNERS = {
     "median_us": float, "spread_us": float, "relerr": float, "runner_up": str, "runner_up_us": float,
     "margin": float, "tie": int, "candidates": int, "created_at": str,
 }
+
+
+MISSES = {
+    "device_name": str, "timing_mode": str, "problem_key": str, **PROBLEM_COLUMNS,
+    "source": str, "count": int, "last_seen": str,
+}
+MISSES_DDL = ("create table if not exists misses (device_name text, timing_mode text, problem_key text, "
+              + ", ".join(f"{k} {'text' if t is str else 'integer'}" for k, t in PROBLEM_COLUMNS.items())
+              + ", source text, count integer, last_seen text, primary key (device_name, timing_mode, problem_key))")
 
 
 class StoreError(RuntimeError):

@@ -50,3 +50,62 @@ def ok_measurements(conn: sqlite3.Connection, env_ids: list[int]) -> list[sqlite
     marks = ",".join("?" * len(env_ids))
     return conn.execute(f"select * from measurements where status = 'ok' and env_id in ({marks}) "
                         "order by env_id, id", env_ids).fetchall()
+
+
+def add_misses(db, device_name: str, timing_mode: str, counts: dict) -> None:
+    """Add miss counts {problem: (source, n)}; a short write transaction, off the hot path."""
+    import datetime as dt
+    from .schema import MISSES_DDL, PROBLEM_COLUMNS
+    path = default_path(db)
+    if not path.exists() or not counts:
+        return
+    stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    conn = sqlite3.connect(str(path), timeout=10)
+    try:
+        check_version(conn, path)
+        with conn:
+            conn.execute(MISSES_DDL)
+            cols = ["device_name", "timing_mode", "problem_key", *PROBLEM_COLUMNS, "source", "count", "last_seen"]
+            sql = (f"insert into misses ({', '.join(cols)}) values ({', '.join('?' * len(cols))}) "
+                   "on conflict (device_name, timing_mode, problem_key) do update set "
+                   "count = count + excluded.count, source = excluded.source, last_seen = excluded.last_seen")
+            for p, (source, n) in counts.items():
+                vals = [int(v) if isinstance(v, bool) else v for v in (getattr(p, c) for c in PROBLEM_COLUMNS)]
+                conn.execute(sql, [device_name, timing_mode, p.key(), *vals, source, n, stamp])
+    finally:
+        conn.close()
+
+
+def misses(conn: sqlite3.Connection, device_name: str | None = None, limit: int = 100) -> list[dict]:
+    try:
+        where, args = ("where device_name = ?", [device_name]) if device_name else ("", [])
+        return [dict(r) for r in conn.execute(
+            f"select * from misses {where} order by count desc, problem_key limit ?", [*args, limit])]
+    except sqlite3.OperationalError:       # a database from before the misses table
+        return []
+
+
+def signature(db) -> tuple:
+    """A cheap change check: size and mtime of the database and its WAL."""
+    path = default_path(db)
+    out = []
+    for p in (path, path.with_name(path.name + "-wal")):
+        try:
+            st = p.stat()
+            out.append((st.st_mtime_ns, st.st_size))
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
+def content_version(db) -> tuple | None:
+    """What the table is built from, in three numbers: changes only when measurements do."""
+    conn = open_readonly(db)
+    if conn is None:
+        return None
+    try:
+        m = conn.execute("select coalesce(max(id), 0), count(*), coalesce(max(created_at), '') from measurements").fetchone()
+        e = conn.execute("select count(*) from environments").fetchone()[0]
+        return (*m, e)
+    finally:
+        conn.close()

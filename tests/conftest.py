@@ -1,3 +1,4 @@
+import contextlib
 import os
 import socket
 import subprocess
@@ -56,10 +57,19 @@ def free_port() -> int:
 @pytest.fixture
 def server(swept_db):
     """The real `tuner serve` on a free loopback port, over the swept database."""
-    path, _ = swept_db
+    with serve(swept_db[0]) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def serve(path, *args, token=None):
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "tuner", "serve", "--port", str(port), "--db", str(path)],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ})
+    env = {k: v for k, v in os.environ.items() if k not in ("SWITCHYARD_TOKEN", "SWITCHYARD_TOKEN_FILE")}
+    if token:
+        env["SWITCHYARD_TOKEN"] = token
+    proc = subprocess.Popen([sys.executable, "-m", "tuner", "serve", "--port", str(port), "--db", str(path),
+                             "--log-level", "warning", *args],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 60
     while time.time() < deadline:
@@ -73,9 +83,14 @@ def server(swept_db):
     else:
         proc.kill()
         raise RuntimeError("server did not start in 60 s")
-    yield url
-    proc.terminate()
-    proc.wait(10)
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 @pytest.fixture(autouse=True)

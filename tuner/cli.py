@@ -271,12 +271,23 @@ def import_(path: Annotated[str, typer.Argument(help="a .jsonl file written by t
 @app.command()
 @friendly
 def serve(host: Annotated[str, typer.Option(help="bind address (loopback by default)")] = "127.0.0.1",
-          port: Annotated[int, typer.Option()] = 8177, db: Db = None, device: Dev = None):
-    """Serve decisions over REST (OpenAPI docs at /docs)."""
+          port: Annotated[int, typer.Option()] = 8177, db: Db = None, device: Dev = None,
+          token_file: Annotated[Optional[str], typer.Option(help="file holding the bearer token for write endpoints "
+                                                                "(or set SWITCHYARD_TOKEN)")] = None,
+          tune_misses: Annotated[bool, typer.Option(help="measure the most frequent misses when no sweep runs")] = False,
+          refresh_s: Annotated[float, typer.Option(help="how often to check the database for new winners")] = 2.0,
+          idle_s: Annotated[float, typer.Option(help="idle time before tuning misses")] = 5.0,
+          log_level: Annotated[str, typer.Option()] = "info"):
+    """Run the daemon: decisions over REST (docs at /docs), background sweeps, metrics at /metrics.
+
+    Example: SWITCHYARD_TOKEN=secret tuner serve --tune-misses
+    """
     import uvicorn
 
     from api.main import create_app
-    uvicorn.run(create_app(db=db, device=device), host=host, port=port, log_level="info")
+    app = create_app(db=db, device=device, token_file=token_file, tune_misses=tune_misses,
+                     refresh_s=refresh_s, idle_s=idle_s)
+    uvicorn.run(app, host=host, port=port, log_level=log_level)
 
 
 def main() -> None:

@@ -51,9 +51,15 @@ def start_sweep(req: SweepRequest, db=None, opts: SweepOptions = SweepOptions(),
     if dev.kind == "cpu" and mode != "wall":
         raise ValueError(f"timing mode {mode!r} needs a CUDA device; the CPU is timed in 'wall' mode")
     probs = sweep_problems(req, dev)
-    store = Store(db)
-    if not allow_shipped and is_shipped(store.path):
+    if not allow_shipped and is_shipped(default_path(db)):
         raise StoreError("refusing to write the shipped heuristics.db here; pass another --db")
+    return run_problems(probs, dev, db, mode, opts, on_problem, say)
+
+
+def run_problems(probs: list[AttentionProblem], dev: DeviceInfo, db, mode: str, opts: SweepOptions = SweepOptions(),
+                 on_problem=None, say=print) -> SweepReport:
+    """JIT prebuild (CUDA), then the sweep; what `tuner sweep` and the daemon's jobs both run."""
+    store = Store(db)
     try:
         registry = load_registry()
         if dev.kind == "cuda":

@@ -11,7 +11,7 @@ import sqlite_utils
 from dispatcher.device import DeviceInfo
 from dispatcher.pipeline import Pipeline
 from dispatcher.problem import AttentionProblem
-from dispatcher.schema import ENVIRONMENTS, MEASUREMENTS, SCHEMA_VERSION, WINNERS, StoreError
+from dispatcher.schema import ENVIRONMENTS, MEASUREMENTS, MISSES_DDL, SCHEMA_VERSION, WINNERS, StoreError
 from dispatcher.store import check_version, default_path
 from dispatcher.table import Ranking
 
@@ -37,7 +37,10 @@ class Store:
 
     def _migrate(self) -> None:
         if "meta" in self.db.table_names():
-            check_version(self.db.conn, self.path)
+            if check_version(self.db.conn, self.path) < SCHEMA_VERSION:
+                with self.db.conn:                        # 1 -> 2: the misses table
+                    self.db.execute(MISSES_DDL)
+                    self.db.execute("update meta set value = ? where key = 'schema_version'", [str(SCHEMA_VERSION)])
             return
         if self.db.table_names():
             raise StoreError(f"{self.path} is a SQLite file of another program (tables: "
@@ -51,6 +54,7 @@ class Store:
             self.db["measurements"].create_index(["env_id", "problem_key", "pipeline"], unique=True)
             self.db["winners"].create(WINNERS, pk=("env_id", "problem_key"),
                                       foreign_keys=[("env_id", "environments", "id")])
+            self.db.execute(MISSES_DDL)
 
     def close(self) -> None:
         self.db.conn.close()

@@ -30,6 +30,7 @@ class SweepOptions:
     seed: int = 0
     memory_fraction: float = 0.8       # of free device memory (CPU: of physical memory) a problem may use
     deadline: float | None = None      # time.time() after which no new problem starts (resumable)
+    should_stop: Callable[[], bool] | None = None   # checked between problems (a cancelled job)
 
 
 @dataclass
@@ -138,7 +139,7 @@ def run_sweep(problems: list[AttentionProblem], device: DeviceInfo, store: Store
     env_id = store.environment(device, timer.mode)
     report = SweepReport(env_id)
     for p, pipes in plan(problems, device, registry, opts.all_tactics):
-        if opts.deadline is not None and time.time() > opts.deadline:
+        if (opts.deadline is not None and time.time() > opts.deadline) or (opts.should_stop and opts.should_stop()):
             report.stopped_early = True
             break
         done = store.measured_pipelines(env_id, p, opts.retry_failed)

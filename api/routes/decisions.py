@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, HTTPException, Query, Request
 
 from dispatcher import AttentionProblem, ProblemError
 
@@ -29,22 +29,26 @@ def device_error(e: ValueError) -> HTTPException:
 
 
 @router.get("/decision", response_model=DecisionPublic)
-def decision(q: Annotated[ProblemQuery, Query()], ds: DispatchersDep):
+def decision(q: Annotated[ProblemQuery, Query()], ds: DispatchersDep, request: Request):
     """The pipeline to run for one problem."""
     problem = to_problem(q, ["query"])
     try:
-        return ds.get(q.device).choose(problem).to_dict()
+        dec = ds.get(q.device).choose(problem)
     except ValueError as e:
         raise device_error(e) from None
+    request.app.state.metrics.decisions[dec.source] += 1
+    return dec.to_dict()
 
 
 @router.post("/decisions", response_model=DecisionsPublic)
-def decisions(body: DecisionsRequest, ds: DispatchersDep):
-    """Decisions for many problems at once, in order."""
+def decisions(body: DecisionsRequest, ds: DispatchersDep, request: Request):
+    """Decisions for many problems at once, in order (at most 1024)."""
     problems = [to_problem(p, ["body", "problems", i]) for i, p in enumerate(body.problems)]
     try:
         d = ds.get(body.device)
     except ValueError as e:
         raise device_error(e) from None
-    out = [d.choose(p).to_dict() for p in problems]
-    return {"decisions": out, "count": len(out)}
+    decs = [d.choose(p) for p in problems]
+    for dec in decs:
+        request.app.state.metrics.decisions[dec.source] += 1
+    return {"decisions": [dec.to_dict() for dec in decs], "count": len(decs)}

@@ -1,0 +1,151 @@
+"""Background sweeps: one job at a time per device, a bounded queue, cancel keeping what was
+measured, and (with tune_misses) measuring the most frequent misses when idle."""
+from __future__ import annotations
+
+import queue
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from dispatcher import store
+from dispatcher.device import DeviceInfo
+from dispatcher.dispatch import default_timing_mode
+from dispatcher.problem import FIELDS, AttentionProblem
+
+MAX_QUEUED = 4
+
+
+class QueueFull(Exception):
+    pass
+
+
+@dataclass
+class Job:
+    id: str
+    kind: str                        # "preset" | "problems" | "misses"
+    problems: list[AttentionProblem]
+    state: str = "queued"            # queued | running | done | cancelled | failed
+    done: int = 0
+    measured: int = 0
+    counts: dict = field(default_factory=dict)
+    error: str | None = None
+    created_at: float = field(default_factory=time.time)
+    started_at: float | None = None
+    finished_at: float | None = None
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+    def public(self) -> dict:
+        total = len(self.problems)
+        eta = None
+        if self.state == "running" and self.done and self.started_at:
+            eta = (time.time() - self.started_at) / self.done * (total - self.done)
+        return {"id": self.id, "kind": self.kind, "state": self.state, "total": total, "done": self.done,
+                "progress": self.done / total if total else 1.0, "eta_s": eta, "measured": self.measured,
+                "counts": self.counts, "error": self.error, "created_at": self.created_at,
+                "started_at": self.started_at, "finished_at": self.finished_at}
+
+
+class JobManager:
+    def __init__(self, db, device: DeviceInfo, tune_misses: bool = False, idle_s: float = 5.0, misses_per_job: int = 16):
+        self.db, self.device = db, device
+        self.jobs: dict[str, Job] = {}
+        self._queue: queue.Queue[Job] = queue.Queue()
+        self._running: Job | None = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self.tune_misses, self.idle_s, self.misses_per_job = tune_misses, idle_s, misses_per_job
+        self._worker = threading.Thread(target=self._run, name="switchyard-jobs", daemon=True)
+        self._worker.start()
+
+    def submit(self, kind: str, problems: list[AttentionProblem]) -> Job:
+        with self._lock:
+            if self._queue.qsize() >= MAX_QUEUED:
+                raise QueueFull(f"{MAX_QUEUED} sweeps are already queued on {self.device.name}; "
+                                "wait for one to finish or cancel one (DELETE /v1/sweeps/{id})")
+            job = Job(uuid.uuid4().hex[:12], kind, problems)
+            self.jobs[job.id] = job
+            self._queue.put(job)
+        return job
+
+    def cancel(self, job_id: str) -> Job | None:
+        job = self.jobs.get(job_id)
+        if job is None:
+            return None
+        job.cancel.set()
+        if job.state == "queued":
+            job.state, job.finished_at = "cancelled", time.time()
+        return job
+
+    def busy(self) -> bool:
+        return self._running is not None or not self._queue.empty()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._running:
+            self._running.cancel.set()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                job = self._queue.get(timeout=self.idle_s)
+            except queue.Empty:
+                if self.tune_misses:
+                    self._queue_misses()
+                continue
+            if job.state != "queued":
+                continue
+            self._running = job
+            try:
+                self._execute(job)
+            finally:
+                self._running = None
+
+    def _execute(self, job: Job) -> None:
+        from tuner.library import run_problems
+        from tuner.sweep import SweepOptions
+        job.state, job.started_at = "running", time.time()
+
+        def tick(outcome):
+            job.done += 1
+            job.measured += len(outcome.rows)
+            for r in outcome.rows:
+                job.counts[r["status"]] = job.counts.get(r["status"], 0) + 1
+        try:
+            run_problems(job.problems, self.device, self.db, default_timing_mode(self.device),
+                         SweepOptions(should_stop=job.cancel.is_set), on_problem=tick, say=lambda m: None)
+            job.state = "cancelled" if job.cancel.is_set() else "done"
+            if job.kind == "misses" and job.state == "done":
+                self._forget_misses(job.problems)
+        except Exception as e:  # noqa: BLE001 (a failed job is reported, the daemon goes on)
+            job.state, job.error = "failed", f"{type(e).__name__}: {e}"
+        job.finished_at = time.time()
+
+    def _queue_misses(self) -> None:
+        conn = store.open_readonly(self.db)
+        if conn is None:
+            return
+        try:
+            rows = store.misses(conn, self.device.name, self.misses_per_job)
+        finally:
+            conn.close()
+        probs = []
+        for r in rows:
+            try:
+                probs.append(AttentionProblem(**{f: r[f] for f in FIELDS}))
+            except ValueError:
+                continue
+        if probs and not self.busy():
+            self.submit("misses", probs)
+
+    def _forget_misses(self, problems) -> None:
+        import sqlite3
+        conn = sqlite3.connect(str(store.default_path(self.db)), timeout=10)
+        try:
+            with conn:
+                conn.executemany("delete from misses where device_name = ? and problem_key = ?",
+                                 [(self.device.name, p.key()) for p in problems])
+        finally:
+            conn.close()
+
+

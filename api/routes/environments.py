@@ -1,0 +1,62 @@
+"""GET /v1/environments, /v1/coverage, /v1/misses."""
+from __future__ import annotations
+
+from typing import Optional
+
+from fastapi import APIRouter, HTTPException, Query, Request
+
+from dispatcher import store
+from tuner.library import overview
+
+from ..deps import DispatchersDep
+
+router = APIRouter(prefix="/v1", tags=["environments"])
+
+
+@router.get("/environments")
+def environments(request: Request):
+    """Each measured environment (device, versions, timing mode) with counts and coverage."""
+    return overview(request.app.state.db)
+
+
+def _misses(db, device: str | None, limit: int) -> list[dict]:
+    conn = store.open_readonly(db)
+    if conn is None:
+        return []
+    try:
+        return store.misses(conn, device, limit)
+    finally:
+        conn.close()
+
+
+@router.get("/misses")
+def misses(request: Request, ds: DispatchersDep, device: Optional[str] = None,
+           limit: int = Query(100, ge=1, le=1000)):
+    """Problems answered by 'learned', 'nearest' or 'rule' (not measured), most frequent first."""
+    for d in ds.all():           # include what is still in memory, not yet flushed
+        live_counts = d.take_misses()
+        if live_counts:
+            store.add_misses(d.db, d.device.name, d.timing_mode, live_counts)
+    rows = _misses(request.app.state.db, device, limit)
+    keep = ("problem_key", "device_name", "source", "count", "last_seen", "phase", "num_qo_heads", "num_kv_heads",
+            "head_dim", "page_size", "batch_size", "q_len", "kv_len", "q_dtype", "kv_dtype", "out_dtype")
+    return {"misses": [{k: r[k] for k in keep} for r in rows], "count": len(rows)}
+
+
+@router.get("/coverage")
+def coverage(ds: DispatchersDep, request: Request, device: Optional[str] = None):
+    """Measured buckets per shape family, families the learned model covers, and the top misses."""
+    try:
+        d = ds.get(device)
+    except ValueError as e:
+        raise HTTPException(404, detail=str(e)) from None
+    fams = []
+    for fam, pts in sorted(d.table.by_family.items(), key=lambda kv: str(kv[0])):
+        b = [p for _, p in pts]
+        fams.append({"phase": fam[0], "num_qo_heads": fam[1], "num_kv_heads": fam[2], "head_dim": fam[3],
+                     "page_size": fam[4], "kv_dtype": fam[6], "out_dtype": fam[7], "measured_buckets": len(b),
+                     "batch_size": [min(x.batch_size for x in b), max(x.batch_size for x in b)],
+                     "kv_len": [min(x.kv_len for x in b), max(x.kv_len for x in b)],
+                     "learned": len(b) >= 3})
+    return {"device": d.device.name, "timing_mode": d.timing_mode, "families": fams,
+            "misses": _misses(request.app.state.db, d.device.name, 20)}
