@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import sqlite3
-import time
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI
 from fastapi.responses import PlainTextResponse
 
 from dispatcher import store
@@ -16,7 +15,9 @@ from .auth import configured_token
 from .deps import Dispatchers
 from .jobs import JobManager
 from .metrics import Metrics
+from .fast import FastLayer
 from .routes import decisions, environments, kernels, sweeps
+
 
 
 def create_app(db=None, device: str | None = None, token_file: str | None = None, tune_misses: bool = False,
@@ -38,13 +39,8 @@ def create_app(db=None, device: str | None = None, token_file: str | None = None
     for r in (decisions.router, kernels.router, environments.router, sweeps.router):
         app.include_router(r)
 
-    @app.middleware("http")
-    async def timed(request: Request, call_next):
-        t = time.perf_counter()
-        response = await call_next(request)
-        route = request.scope.get("route")
-        app.state.metrics.observe(getattr(route, "path", "other"), time.perf_counter() - t)
-        return response
+    app.state.fast = None
+    app.add_middleware(FastLayer)
 
     @app.get("/healthz", tags=["health"])
     def healthz():
