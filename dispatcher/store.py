@@ -18,6 +18,11 @@ def default_path(db: str | os.PathLike | None = None) -> Path:
 def check_version(conn: sqlite3.Connection, path: Path) -> int:
     try:
         row = conn.execute("select value from meta where key = 'schema_version'").fetchone()
+    except sqlite3.OperationalError as e:
+        if "no such table" not in str(e):
+            raise                                   # not our verdict: let the caller retry or explain
+        raise StoreError(f"{path} is not a Switchyard database ({e}); point --db at a heuristics.db "
+                         "written by `tuner sweep`, or at a new path") from None
     except sqlite3.DatabaseError as e:
         raise StoreError(f"{path} is not a Switchyard database ({e}); point --db at a heuristics.db "
                          "written by `tuner sweep`, or at a new path") from None
@@ -33,13 +38,24 @@ def open_readonly(db: str | os.PathLike | None = None) -> sqlite3.Connection | N
     path = default_path(db)
     if not path.exists():
         return None
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
-        conn.row_factory = sqlite3.Row
-        check_version(conn, path)
-    except sqlite3.DatabaseError as e:
-        raise StoreError(f"{path} cannot be read as SQLite ({e}); point --db at a heuristics.db") from None
-    return conn
+    if path.is_dir():
+        raise StoreError(f"{path} is a directory; point --db at a heuristics.db file")
+    last = None
+    # mode=ro still needs to create the WAL index beside the file; in a read-only directory
+    # immutable=1 reads the file as it is (nothing else may be writing it then)
+    for flags in ("mode=ro", "mode=ro&immutable=1"):
+        try:
+            conn = sqlite3.connect(f"file:{path}?{flags}", uri=True, timeout=10)
+            conn.row_factory = sqlite3.Row
+            check_version(conn, path)
+            return conn
+        except StoreError:
+            raise
+        except sqlite3.OperationalError as e:
+            last = e
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"{path} cannot be read as SQLite ({e}); point --db at a heuristics.db") from None
+    raise StoreError(f"{path} cannot be opened ({last}); check its permissions") from None
 
 
 def environments(conn: sqlite3.Connection) -> list[dict]:

@@ -80,6 +80,10 @@ def sweep(
     import time
     opts = SweepOptions(max_relerr=max_relerr, retry_failed=retry_failed,
                         deadline=time.time() + 60 * max_minutes if max_minutes is not None else None)
+    from dispatcher.device import describe
+    from .store import Store
+    total = len(library.sweep_problems(req, describe(req.device)))   # bad options fail before the bar
+    Store(db).close()                                                # so does a database we cannot use
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), TextColumn("{task.fields[now]}"),
                   console=err, transient=False) as bar:
@@ -91,8 +95,7 @@ def sweep(
             p = o.problem
             bar.update(task, advance=1, now=f"{p.phase} b={p.batch_size} q={p.q_len} kv={p.kv_len} "
                                             f"{p.kv_dtype}/{p.out_dtype} -> {escape(o.winner or '-')}")
-        from dispatcher.device import describe
-        tick.total = len(library.sweep_problems(req, describe(req.device)))
+        tick.total = total
         report = library.start_sweep(req, db, opts, on_problem=tick, say=lambda m: bar.console.print(escape(m)))
     _print_summary(report)
 
@@ -291,4 +294,19 @@ def serve(host: Annotated[str, typer.Option(help="bind address (loopback by defa
 
 
 def main() -> None:
-    app()
+    """Run the CLI; a bad flag is one readable line and exit code 2 (click's usage box is not)."""
+    from typer import Abort
+    try:        # this typer vendors click; older ones use click itself
+        from typer._click.exceptions import UsageError
+    except ImportError:
+        from click.exceptions import UsageError
+    try:
+        rc = app(standalone_mode=False)
+    except UsageError as e:
+        cmd = e.ctx.command_path if e.ctx else "tuner"
+        err.print(f"[red]error:[/] {escape(e.format_message())} (see: {cmd} --help)", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except Abort:
+        err.print("aborted")
+        sys.exit(130)
+    sys.exit(rc if isinstance(rc, int) else 0)

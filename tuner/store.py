@@ -1,6 +1,7 @@
 """Write side of the store (sqlite-utils). One transaction per problem: a crash loses no finished row."""
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import sqlite3
@@ -31,6 +32,12 @@ class Store:
             if not self.path.exists() or self.db.conn.execute("pragma journal_mode").fetchone()[0] != "wal":
                 self.db.execute("pragma journal_mode = wal")
             self._migrate()
+        except sqlite3.OperationalError as e:
+            if "readonly" in str(e) or "unable to open" in str(e):
+                raise StoreError(f"{self.path} cannot be written ({e}): the file or its directory is read-only; "
+                                 "sweep into a writable --db (decisions can still be read from this one)") from None
+            raise StoreError(f"{self.path} cannot be used as a Switchyard database ({e}); "
+                             "point --db at a heuristics.db or a new path") from None
         except sqlite3.DatabaseError as e:
             raise StoreError(f"{self.path} cannot be used as a Switchyard database ({e}); "
                              "point --db at a heuristics.db or a new path") from None
@@ -38,14 +45,14 @@ class Store:
     def _migrate(self) -> None:
         if "meta" in self.db.table_names():
             if check_version(self.db.conn, self.path) < SCHEMA_VERSION:
-                with self.db.conn:                        # 1 -> 2: the misses table
+                with self.transaction():                        # 1 -> 2: the misses table
                     self.db.execute(MISSES_DDL)
                     self.db.execute("update meta set value = ? where key = 'schema_version'", [str(SCHEMA_VERSION)])
             return
         if self.db.table_names():
             raise StoreError(f"{self.path} is a SQLite file of another program (tables: "
                              f"{', '.join(self.db.table_names()[:5])}); point --db at a new path")
-        with self.db.conn:
+        with self.transaction():
             self.db["meta"].create({"key": str, "value": str}, pk="key")
             self.db["meta"].insert({"key": "schema_version", "value": str(SCHEMA_VERSION)})
             self.db["environments"].create(ENVIRONMENTS, pk="id", not_null={"key"})
@@ -59,6 +66,18 @@ class Store:
     def close(self) -> None:
         self.db.conn.close()
 
+    @contextlib.contextmanager
+    def transaction(self):
+        """One atomic write. The connection is in autocommit mode (isolation_level=None), where
+        `with conn:` alone would commit every statement on its own."""
+        self.db.execute("begin immediate")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("rollback")
+            raise
+        self.db.execute("commit")
+
     # -- environments ----------------------------------------------------------------
     def environment(self, device: DeviceInfo, timing_mode: str) -> int:
         v = device.versions
@@ -67,7 +86,7 @@ class Store:
         row = self.db.execute("select id from environments where key = ?", [key]).fetchone()
         if row:
             return row[0]
-        with self.db.conn:
+        with self.transaction():
             t = self.db["environments"].insert({
                 "key": key, "device_name": device.name, "device_kind": device.kind, "compute_capability": cc,
                 "sm_count": device.sm_count, "memory_bytes": device.memory_bytes, "driver": str(v.get("driver", "")),
@@ -87,7 +106,7 @@ class Store:
         prob = {k: (int(v) if isinstance(v, bool) else v) for k, v in problem.to_dict().items()}
         base = {"env_id": env_id, "problem_key": problem.key(), **prob}
         stamp = now()
-        with self.db.conn:
+        with self.transaction():
             for r in results:
                 self.db["measurements"].insert({**base, **r, "created_at": stamp}, replace=True)
             if ranking is not None:

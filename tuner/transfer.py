@@ -49,7 +49,7 @@ def import_jsonl(db, src: Path) -> dict:
     s = Store(db)
     touched: dict[int, set] = {}
     try:
-        with open(src) as f, s.db.conn:
+        with open(src) as f, s.transaction():
             for n, line in enumerate(f, 1):
                 if not line.strip():
                     continue

@@ -1,0 +1,73 @@
+"""Bad databases and bad flags: one readable line (exit 2) or a read-only mode, never a traceback."""
+import os
+import shutil
+import sqlite3
+import stat
+
+import pytest
+
+from dispatcher import load
+
+from tests.conftest import small
+from tests.test_cli import tuner
+
+DECIDE = ["decide", "--phase", "decode", "--num-qo-heads", "8", "--num-kv-heads", "2", "--head-dim", "64",
+          "--batch-size", "4", "--kv-len", "256", "--json"]
+
+
+def one_line_error(r, fragment):
+    assert r.returncode == 2, r.stderr
+    lines = [x for x in r.stderr.strip().splitlines() if x.strip()]
+    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert fragment in lines[0], lines[0]
+
+
+def test_missing_database_answers_by_rule(tmp_path):
+    r = tuner(*DECIDE, "--db", str(tmp_path / "none.db"), "--device", "cpu")
+    assert r.returncode == 0 and '"source": "rule"' in r.stdout
+
+
+def test_garbage_other_program_newer_schema(tmp_path):
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(os.urandom(4096))
+    one_line_error(tuner(*DECIDE, "--db", str(junk)), "junk.db")
+    other = tmp_path / "other.db"
+    sqlite3.connect(other).execute("create table songs (t text)")
+    one_line_error(tuner(*DECIDE, "--db", str(other)), "is not a Switchyard database")
+    one_line_error(tuner("sweep", "--quick", "--db", str(other)), "SQLite file of another program")
+    newer = tmp_path / "newer.db"
+    from tuner.store import Store
+    Store(newer).close()
+    c = sqlite3.connect(newer)
+    c.execute("update meta set value = '7' where key = 'schema_version'")
+    c.commit()
+    one_line_error(tuner(*DECIDE, "--db", str(newer)), "schema version 7, newer than this Switchyard knows")
+    one_line_error(tuner("show", "--db", str(tmp_path)), "is a directory")
+
+
+
+
+def test_read_only_directory_reads_and_refuses_writes(swept_db, tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    db = ro / "heuristics.db"
+    src = sqlite3.connect(swept_db[0])
+    dst = sqlite3.connect(db)
+    src.backup(dst)                                    # a clean copy (no -wal beside it)
+    dst.close()
+    os.chmod(db, stat.S_IRUSR | stat.S_IRGRP)
+    os.chmod(ro, stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        d = load(db, "cpu")                            # read-only mode
+        assert d.choose(small(batch_size=4, kv_len=256)).source == "measured"
+        if os.geteuid() != 0:                          # root may write anyway
+            one_line_error(tuner("sweep", "--quick", "--db", str(db)), "cannot be written")
+    finally:
+        os.chmod(ro, stat.S_IRWXU)
+
+
+def test_bad_flags_are_one_line(tmp_path):
+    one_line_error(tuner("decide", "--batch-size", "lots"), "Invalid value for '--batch-size'")
+    one_line_error(tuner("sweep", "--no-such-flag"), "No such option: --no-such-flag")
+    one_line_error(tuner("evaluate", "--holdout", "2", "--db", str(tmp_path / "x.db")), "--holdout 2.0 is out of range")
+    one_line_error(tuner("sweep", "--tp", "3", "--db", str(tmp_path / "x.db"), "--device", "cpu"), "tp 3 does not divide")
