@@ -113,7 +113,7 @@ class JobManager:
                 job.counts[r["status"]] = job.counts.get(r["status"], 0) + 1
         try:
             run_problems(job.problems, self.device, self.db, default_timing_mode(self.device),
-                         SweepOptions(should_stop=job.cancel.is_set), on_problem=tick, say=lambda m: None)
+                         SweepOptions(should_stop=job.cancel.is_set, isolate=True), on_problem=tick, say=lambda m: None)
             job.state = "cancelled" if job.cancel.is_set() else "done"
             if job.kind == "misses" and job.state == "done":
                 self._forget_misses(job.problems)

@@ -5,6 +5,8 @@ import sqlite3
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
 from fastapi.responses import PlainTextResponse
 
 from dispatcher import store
@@ -38,6 +40,12 @@ def create_app(db=None, device: str | None = None, token_file: str | None = None
     app.state.db, app.state.token, app.state.metrics = db, token, Metrics()
     for r in (decisions.router, kernels.router, environments.router, sweeps.router):
         app.include_router(r)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request, exc: RequestValidationError):
+        # FastAPI echoes the bad input back; an input such as Infinity cannot be encoded (a 500)
+        return JSONResponse(status_code=422, content={"detail": [
+            {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")} for e in exc.errors()]})
 
     app.state.fast = None
     app.add_middleware(FastLayer)

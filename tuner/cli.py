@@ -65,6 +65,9 @@ def sweep(
     max_relerr: Annotated[Optional[float], typer.Option(help="accuracy budget for every pipeline (default: per dtype)")] = None,
     retry_failed: Annotated[bool, typer.Option(help="measure again pipelines that failed before")] = False,
     max_minutes: Annotated[Optional[float], typer.Option(help="start no new problem after this long; rerun to resume")] = None,
+    isolate: Annotated[bool, typer.Option(help="run pipelines in a worker process: a crash or hang fails one pipeline, not the sweep")] = True,
+    candidate_timeout: Annotated[float, typer.Option(help="seconds without progress after which a pipeline counts as hung")] = 120.0,
+    problems: Annotated[Optional[str], typer.Option("--problems", help="JSON lines of problems to sweep instead of a model's grid")] = None,
 ):
     """Measure every eligible pipeline per problem size on this host and store them (resumes).
 
@@ -78,11 +81,14 @@ def sweep(
         page_sizes=csv(page_sizes, int, "--page-sizes"), grid="quick" if quick else "full" if full else None,
         device=device or "auto", timing=timing)
     import time
-    opts = SweepOptions(max_relerr=max_relerr, retry_failed=retry_failed,
+    opts = SweepOptions(max_relerr=max_relerr, retry_failed=retry_failed, isolate=isolate,
+                        candidate_timeout_s=candidate_timeout,
                         deadline=time.time() + 60 * max_minutes if max_minutes is not None else None)
     from dispatcher.device import describe
     from .store import Store
-    total = len(library.sweep_problems(req, describe(req.device)))   # bad options fail before the bar
+    dev = describe(req.device)
+    explicit = _read_problems(problems) if problems else None
+    total = len(explicit) if explicit is not None else len(library.sweep_problems(req, dev))   # bad options fail before the bar
     Store(db).close()                                                # so does a database we cannot use
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), TextColumn("{task.fields[now]}"),
@@ -96,8 +102,29 @@ def sweep(
             bar.update(task, advance=1, now=f"{p.phase} b={p.batch_size} q={p.q_len} kv={p.kv_len} "
                                             f"{p.kv_dtype}/{p.out_dtype} -> {escape(o.winner or '-')}")
         tick.total = total
-        report = library.start_sweep(req, db, opts, on_problem=tick, say=lambda m: bar.console.print(escape(m)))
+        say = lambda m: bar.console.print(escape(m))  # noqa: E731
+        if explicit is not None:
+            from dispatcher.dispatch import default_timing_mode
+            report = library.run_problems(explicit, dev, db, timing or default_timing_mode(dev), opts, tick, say)
+        else:
+            report = library.start_sweep(req, db, opts, on_problem=tick, say=say)
     _print_summary(report)
+
+
+def _read_problems(path: str) -> list[AttentionProblem]:
+    out = []
+    with (sys.stdin if path == "-" else open(path)) as f:
+        for n, line in enumerate(f, 1):
+            if line.strip():
+                try:
+                    out.append(AttentionProblem.from_dict(json.loads(line)))
+                except json.JSONDecodeError as e:
+                    raise ValueError(f"line {n} of {path} is not JSON: {e.msg}") from None
+                except ProblemError as e:
+                    raise ProblemError(e.field, f"line {n} of {path}: {e}") from None
+    if not out:
+        raise ValueError(f"{path} holds no problems; write one JSON problem per line")
+    return out
 
 
 def _print_summary(report) -> None:

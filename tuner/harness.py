@@ -73,13 +73,18 @@ class WallTimer:
         pass
 
 
-def time_interleaved(fns: dict[str, list[Callable]], timer, cfg: TimingConfig | None = None) -> dict[str, Stats]:
+def time_interleaved(fns: dict[str, list[Callable]], timer, cfg: TimingConfig | None = None,
+                     note: Callable[[str, str], None] | None = None) -> dict[str, Stats]:
     """Time every candidate in `fns` (a list of callables over rotated inputs each) round by round,
     rotating the order each round (clock drift then spreads over all candidates instead of favouring
     whichever ran first). A candidate clearly out of the race after `keep_rounds` is not timed further:
     its stats come from fewer rounds, which cannot change the winner."""
     cfg = cfg or timer.cfg
-    prepared = {k: timer.prepare(f) for k, f in fns.items()}
+    note = note or (lambda stage, pid: None)     # who runs now: a worker's parent blames a crash on it
+    prepared = {}
+    for k, f in fns.items():
+        note("prepare", k)
+        prepared[k] = timer.prepare(f)
     names = list(prepared)
     samples: dict[str, list[float]] = {k: [] for k in names}
     calls: dict[str, int] = {}
@@ -90,6 +95,7 @@ def time_interleaved(fns: dict[str, list[Callable]], timer, cfg: TimingConfig | 
             active = [k for k in active if min(samples[k]) <= cfg.far_behind * best]
         shift = r % len(active)
         for k in active[shift:] + active[:shift]:
+            note("time", k)
             us, n = prepared[k]()
             samples[k].append(us)
             calls[k] = n

@@ -31,6 +31,8 @@ class SweepOptions:
     memory_fraction: float = 0.8       # of free device memory (CPU: of physical memory) a problem may use
     deadline: float | None = None      # time.time() after which no new problem starts (resumable)
     should_stop: Callable[[], bool] | None = None   # checked between problems (a cancelled job)
+    isolate: bool = False              # run pipelines in a worker process (tuner/isolation.py)
+    candidate_timeout_s: float = 120.0 # with isolate: silence longer than this is a hang
 
 
 @dataclass
@@ -84,8 +86,10 @@ def _error_text(e: BaseException) -> str:
 
 
 def measure_problem(p: AttentionProblem, pipes: list[Pipeline], device: DeviceInfo, timer,
-                    opts: SweepOptions) -> list[dict]:
-    """Check every pipeline against the fp32 reference, then time the checked ones interleaved."""
+                    opts: SweepOptions, note: Callable[[str, str], None] | None = None) -> list[dict]:
+    """Check every pipeline against the fp32 reference, then time the checked ones interleaved.
+    `note(stage, pipeline_id)` is told which pipeline is about to run (see tuner/isolation.py)."""
+    note = note or (lambda stage, pid: None)
     need = working_bytes(p)
     budget_bytes = opts.memory_fraction * free_bytes(device)
     if need > budget_bytes:
@@ -101,6 +105,7 @@ def measure_problem(p: AttentionProblem, pipes: list[Pipeline], device: DeviceIn
         if why:
             rows[pipe.id] = result_row(pipe, "unsupported", error=why)
             continue
+        note("check", pipe.id)
         try:
             built = [runner.build(pipe, xi) for xi in copies]
             err = relative_error(built[0](), x, pipe.fused_out_quant or pipe.out_quant)
@@ -111,7 +116,7 @@ def measure_problem(p: AttentionProblem, pipes: list[Pipeline], device: DeviceIn
         fns[pipe.id], errs[pipe.id] = built, err
     if fns:
         try:
-            stats = time_interleaved(fns, timer)
+            stats = time_interleaved(fns, timer, note=note)
         except Exception as e:  # noqa: BLE001
             stats, why = {}, _error_text(e)
             for pid in fns:
@@ -138,6 +143,19 @@ def run_sweep(problems: list[AttentionProblem], device: DeviceInfo, store: Store
     registry = registry or load_registry()
     env_id = store.environment(device, timer.mode)
     report = SweepReport(env_id)
+    measurer = None
+    if opts.isolate:
+        from .isolation import IsolatedMeasurer
+        measurer = IsolatedMeasurer(device, timer.mode, opts.candidate_timeout_s)
+    try:
+        _sweep_loop(problems, device, store, timer, opts, registry, on_problem, report, env_id, measurer)
+    finally:
+        if measurer is not None:
+            measurer.close()
+    return report
+
+
+def _sweep_loop(problems, device, store, timer, opts, registry, on_problem, report, env_id, measurer) -> None:
     for p, pipes in plan(problems, device, registry, opts.all_tactics):
         if (opts.deadline is not None and time.time() > opts.deadline) or (opts.should_stop and opts.should_stop()):
             report.stopped_early = True
@@ -146,7 +164,8 @@ def run_sweep(problems: list[AttentionProblem], device: DeviceInfo, store: Store
         todo = [pp for pp in pipes if pp.id not in done]
         outcome = ProblemOutcome(p, resumed=not todo)
         if todo:
-            outcome.rows = measure_problem(p, todo, device, timer, opts)
+            outcome.rows = (measurer.measure(p, todo, opts) if measurer is not None
+                            else measure_problem(p, todo, device, timer, opts))
             passed = {k: r for k, s in registry.items() if (r := eligible(s, p, device))}
             rule_pick, _ = resolve(opts.rule, p, device, pipes, passed)
             budget = max_relerr(p.kv_dtype, p.out_dtype, opts.max_relerr)
@@ -160,5 +179,4 @@ def run_sweep(problems: list[AttentionProblem], device: DeviceInfo, store: Store
         report.outcomes.append(outcome)
         if on_problem:
             on_problem(outcome)
-    return report
 

@@ -38,8 +38,22 @@ MODULES = {
 }
 
 
+def extra_runners() -> dict[str, tuple[str, str]]:
+    """$SWITCHYARD_RUNNERS="kernel=package.module:ATTR,...": runners for kernels a user file declares.
+    From the environment, so that worker processes find them too."""
+    import os
+    out = {}
+    for item in filter(None, os.environ.get("SWITCHYARD_RUNNERS", "").split(",")):
+        kernel, _, where = item.partition("=")
+        mod, _, attr = where.partition(":")
+        if not (kernel and mod and attr):
+            raise ValueError(f"SWITCHYARD_RUNNERS entry {item!r} is not kernel=module:ATTR")
+        out[kernel.strip()] = (mod.strip(), attr.strip())
+    return out
+
+
 def get_runner(kernel: str) -> Runner | None:
-    where = MODULES.get(kernel)
+    where = MODULES.get(kernel) or extra_runners().get(kernel)
     return getattr(importlib.import_module(where[0]), where[1]) if where else None
 
 

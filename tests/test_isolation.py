@@ -1,0 +1,51 @@
+"""Fault isolation: a runner that aborts the process, one that hangs and one that raises; the sweep
+completes and records each failure with its reason."""
+import json
+import sqlite3
+import subprocess
+import sys
+
+from tests.conftest import ROOT, small
+
+FAULTY = """
+[[kernel]]
+id = "faulty"
+family = "reference"
+library = "tests"
+entry_point = "tests.faulty_runner"
+phases = ["decode"]
+device_kinds = ["cpu"]
+combos = ["bf16/bf16/bf16"]
+notes = "misbehaves on purpose"
+tactics.cpu.mode = ["ok", "abort", "hang", "raise"]
+"""
+
+
+def test_crash_hang_and_exception_fail_one_pipeline_each(tmp_path):
+    reg = tmp_path / "faulty.toml"
+    reg.write_text(FAULTY)
+    probs = tmp_path / "p.jsonl"
+    probs.write_text("".join(json.dumps(small(batch_size=b).to_dict()) + "\n" for b in (1, 4)))
+    db = tmp_path / "h.db"
+    env = {"SWITCHYARD_KERNELS": str(reg), "SWITCHYARD_RUNNERS": "faulty=tests.faulty_runner:RUNNER",
+           "PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    r = subprocess.run([sys.executable, "-m", "tuner", "sweep", "--problems", str(probs), "--device", "cpu",
+                        "--db", str(db), "--candidate-timeout", "8"],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    c = sqlite3.connect(db)
+    rows = c.execute("select pipeline, status, error from measurements").fetchall()
+    errors = {}
+    for pid, status, error in rows:
+        errors.setdefault(pid, set()).add((status, error))
+    assert errors["faulty[mode=ok]"] == {("ok", None)}
+    assert errors["faulty[mode=raise]"] == {("failed", "RuntimeError: injected failure")}
+    assert {e for _, e in errors["faulty[mode=abort]"]} == {"crashed the worker (killed by SIGABRT) during check"}
+    assert {e for _, e in errors["faulty[mode=hang]"]} == {"timed out (no progress for 8 s) during check"}
+    # the healthy pipelines of both problems were measured, and both problems have a winner
+    assert {s for pid, s, _ in rows if pid.startswith("torch-sdpa")} == {"ok"}
+    assert c.execute("select count(*) from winners").fetchone()[0] == 2
+    # a failed pipeline is not retried on resume unless asked
+    again = subprocess.run([sys.executable, "-m", "tuner", "sweep", "--problems", str(probs), "--device", "cpu",
+                            "--db", str(db)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert "0 pipelines measured" in again.stdout

@@ -1,0 +1,115 @@
+"""Fault isolation: each problem's pipelines run in a worker process, so that a crash (an illegal
+memory access poisons a CUDA context for good; os.abort; a segfault), a hang or an out-of-memory in
+one pipeline marks that pipeline "failed" with its reason, and the problem goes on in a fresh worker
+without it. The worker tells the parent which pipeline it is about to run; that is whom a death or a
+silence longer than the per-candidate limit is blamed on."""
+from __future__ import annotations
+
+import multiprocessing as mp
+import signal
+from dataclasses import replace
+
+from dispatcher.device import DeviceInfo
+from dispatcher.pipeline import Pipeline
+from dispatcher.problem import AttentionProblem
+
+from .store import result_row
+
+
+def _worker(conn, device: DeviceInfo, mode: str) -> None:
+    from .harness import make_timer
+    from .sweep import measure_problem
+    timer = make_timer(mode)
+    while True:
+        msg = conn.recv()
+        if msg is None:
+            return
+        problem, pipes, opts = msg
+        try:
+            rows = measure_problem(problem, pipes, device, timer, opts, note=lambda s, pid: conn.send(("note", s, pid)))
+            conn.send(("result", rows))
+        except Exception as e:  # noqa: BLE001 (outside any one pipeline: report, keep the worker)
+            conn.send(("error", f"{type(e).__name__}: {e}"))
+
+
+def _death(proc) -> str:
+    code = proc.exitcode
+    if code is not None and code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+class IsolatedMeasurer:
+    """measure(problem, pipes, opts) in a worker; restarts the worker after a crash or a hang."""
+
+    def __init__(self, device: DeviceInfo, mode: str, candidate_timeout_s: float = 120.0):
+        self.device, self.mode, self.timeout = device, mode, candidate_timeout_s
+        self.ctx = mp.get_context("spawn")      # CUDA cannot be used in a forked child
+        self.proc = self.conn = None
+        self.restarts = 0
+
+    def _start(self) -> None:
+        parent, child = self.ctx.Pipe()
+        self.proc = self.ctx.Process(target=_worker, args=(child, self.device, self.mode), daemon=True)
+        self.proc.start()
+        child.close()
+        self.conn = parent
+
+    def _kill(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.join(10)
+        self.proc = self.conn = None
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.is_alive():
+            try:
+                self.conn.send(None)
+                self.proc.join(5)
+            except OSError:
+                pass
+        self._kill()
+
+    def measure(self, problem: AttentionProblem, pipes: list[Pipeline], opts) -> list[dict]:
+        opts_safe = replace(opts, should_stop=None)      # callables (a job's cancel event) stay in the parent
+        blamed: dict[str, dict] = {}
+        todo = list(pipes)
+        while todo:
+            if self.proc is None or not self.proc.is_alive():
+                self._start()
+            self.conn.send((problem, todo, opts_safe))
+            current, outcome = None, None
+            while outcome is None:
+                if not self.conn.poll(self.timeout):
+                    outcome = ("hang", f"no progress for {self.timeout:.0f} s")
+                    break
+                try:
+                    msg = self.conn.recv()
+                except (EOFError, OSError):
+                    self.proc.join(5)
+                    outcome = ("died", _death(self.proc))
+                    break
+                if msg[0] == "note":
+                    current = (msg[1], msg[2])
+                elif msg[0] == "result":
+                    got = {pp.id: r for pp, r in zip(todo, msg[1])}
+                    return [got.get(pp.id) or blamed[pp.id] for pp in pipes]
+                else:
+                    outcome = ("error", msg[1])
+            self._kill()
+            self.restarts += 1
+            if current is None or outcome[0] == "error":
+                why = f"worker {outcome[0]}: {outcome[1]}"
+                for pp in todo:
+                    blamed[pp.id] = result_row(pp, "failed", error=why)
+                todo = []
+                break
+            stage, pid = current
+            pipe = next(pp for pp in todo if pp.id == pid)
+            what = "timed out" if outcome[0] == "hang" else "crashed the worker"
+            blamed[pid] = result_row(pipe, "failed", error=f"{what} ({outcome[1]}) during {stage}")
+            todo = [pp for pp in todo if pp.id != pid]
+        return [blamed[pp.id] for pp in pipes]
