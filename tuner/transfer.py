@@ -78,8 +78,7 @@ def _environment(s: Store, env: dict) -> int:
 
 
 def _rewin(s: Store, env_id: int, keys: set) -> None:
-    env = dict(zip([d[0] for d in s.db.execute("select * from environments where id = ?", [env_id]).description],
-                   s.db.execute("select * from environments where id = ?", [env_id]).fetchone()))
+    env = s.db["environments"].get(env_id)
     cc = tuple(int(x) for x in env["compute_capability"].split(".")) if env["compute_capability"] else None
     dev, reg = named(env["device_name"], cc, env["sm_count"] or 0), load_registry()
     for key in keys:

@@ -16,24 +16,30 @@ def _cum_kv(x: PagedInputs) -> torch.Tensor:
     return torch.arange(x.problem.batch_size + 1, dtype=torch.int32, device=x.q.device) * x.problem.kv_len
 
 
+def _io(pipe: Pipeline, x: PagedInputs):
+    """What both TRT-LLM context paths share: the query step, the output, and the fused scales
+    (bmm2_scale = v_scale / o_scale when the kernel writes FP8 itself)."""
+    no_sinks(x)
+    q, pre, q_scale = query_step(pipe, x)
+    kout, post = out_buffers(pipe, x)
+    o_scale = x.o_scale if pipe.fused_out_quant else 1.0
+    return q, pre, kout, post, q_scale * x.k_scale * x.sm_scale, x.v_scale / o_scale
+
+
 class FmhaV2(FlashInferRunner):
     kernel, archs = "trtllm-fmha-v2", (90, 120, 121)
 
     def build(self, pipe: Pipeline, x: PagedInputs):
         from flashinfer.prefill import trtllm_fmha_v2_prefill
-        no_sinks(x)
         p = x.problem
-        q, pre, q_scale = query_step(pipe, x)
-        kout, post = out_buffers(pipe, x)
-        o_scale = x.o_scale if pipe.fused_out_quant else 1.0
+        q, pre, kout, post, bmm1, bmm2 = _io(pipe, x)
         ws, cum_kv = workspace(x.device, "fmha"), _cum_kv(x)
         mask = "sliding_window" if p.window_left >= 0 else ("causal" if p.causal else "padding")
 
         def kernel():
             return trtllm_fmha_v2_prefill(
                 (q, x.kv_cache), "Q_PAGED_KV_HND", ws, x.seq_lens, p.q_len, p.kv_len,
-                bmm1_scale=q_scale * x.k_scale * x.sm_scale, bmm2_scale=x.v_scale / o_scale,
-                batch_size=p.batch_size, cum_seq_lens_q=x.qo_indptr, cum_seq_lens_kv=cum_kv,
+                bmm1_scale=bmm1, bmm2_scale=bmm2, batch_size=p.batch_size, cum_seq_lens_q=x.qo_indptr, cum_seq_lens_kv=cum_kv,
                 block_tables=x.page_table, out=kout, out_dtype=kout.dtype, mask_mode=mask,
                 window_left=p.window_left)
         return compose(pre, kernel, post)
@@ -45,13 +51,9 @@ class TrtllmGen(FlashInferRunner):
     def build(self, pipe: Pipeline, x: PagedInputs):
         from flashinfer.decode import trtllm_batch_decode_with_kv_cache
         from flashinfer.prefill import trtllm_batch_context_with_kv_cache
-        no_sinks(x)
         p = x.problem
-        q, pre, q_scale = query_step(pipe, x)
-        kout, post = out_buffers(pipe, x)
-        o_scale = x.o_scale if pipe.fused_out_quant else 1.0
+        q, pre, kout, post, bmm1, bmm2 = _io(pipe, x)
         ws = workspace(x.device, "trtllm-gen")
-        bmm1, bmm2 = q_scale * x.k_scale * x.sm_scale, x.v_scale / o_scale
         pdl = bool(pipe.tactic_dict().get("enable_pdl", True))
         if p.phase == "decode":
             def kernel():
