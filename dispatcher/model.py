@@ -37,7 +37,8 @@ def _solve(a: list[list[float]], b: list[float]) -> list[float] | None:
     return [m[i][n] / m[i][i] for i in range(n)]
 
 
-def predict(points: list[tuple[tuple[float, ...], float]], at: tuple[float, ...]) -> Prediction | None:
+def predict(points: list[tuple[tuple[float, ...], float]], at: tuple[float, ...],
+            monotone: bool = True) -> Prediction | None:
     """points: ((log2 sizes), time_us) measured for one pipeline; at: the log2 sizes to predict."""
     if not points:
         return None
@@ -64,6 +65,11 @@ def predict(points: list[tuple[tuple[float, ...], float]], at: tuple[float, ...]
     beta = _solve(ata, aty)
     if beta is None:
         return None
+    if monotone and any(b < 0 for b in beta[1:]):
+        # more work never takes less time: a falling slope is noise, so flatten it and refit the level
+        beta[1:] = [max(b, 0.0) for b in beta[1:]]
+        wsum = sum(w for _, _, w in rows)
+        beta[0] = sum(w * (y - sum(b * r for b, r in zip(beta[1:], row[1:]))) for row, y, w in rows) / wsum
     resid = [y - sum(b * r for b, r in zip(beta, row)) for row, y, _ in rows]
     rel = math.sqrt(sum(e * e for e in resid) / len(resid))
     return Prediction(math.exp(beta[0]), max(rel, 0.01), len(near))

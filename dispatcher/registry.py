@@ -43,6 +43,7 @@ class KernelSpec:
     sinks: bool = False
     noncausal: bool = True
     tactics: tuple[tuple[str, tuple[tuple[str, tuple], ...]], ...] = ()  # per device kind
+    tune: tuple[tuple[str, tuple[tuple[str, tuple], ...]], ...] = ()     # per device kind, for Optuna
     notes: str = ""
 
     @property
@@ -51,6 +52,10 @@ class KernelSpec:
 
     def tactic_space(self, device_kind: str) -> dict[str, tuple]:
         return dict(dict(self.tactics).get(device_kind, ()))
+
+    def tune_space(self, device_kind: str) -> dict[str, tuple]:
+        """The knobs a per-problem search explores: `tune` where declared, else `tactics`."""
+        return dict(dict(self.tune).get(device_kind, ())) or self.tactic_space(device_kind)
 
     def groups_for(self, phase: str) -> tuple[int, ...] | None:
         return dict(self.group_sizes).get(phase)
@@ -76,8 +81,14 @@ def _spec(entry: dict, source: str) -> KernelSpec:
         if len(parts) != 3 or any(p not in DTYPES for p in parts):
             raise RegistryError(f"{where}: combo {text!r} is not 'q/kv/out' with dtypes from {', '.join(DTYPES)}")
         combos.append(Combo(*parts))
-    tactics = tuple((kind, tuple((k, tuple(v)) for k, v in knobs.items()))
-                    for kind, knobs in entry.get("tactics", {}).items())
+    tactics, tune = (tuple((kind, tuple((k, tuple(v)) for k, v in knobs.items()))
+                           for kind, knobs in entry.get(field, {}).items()) for field in ("tactics", "tune"))
+    for kind, knobs in tune:
+        default = dict(dict(tactics).get(kind, ()))
+        for k, values in knobs:
+            if k in default and default[k][0] != values[0]:
+                raise RegistryError(f"{where}: tune.{kind}.{k} must start with the kernel's default "
+                                    f"{default[k][0]!r} (the first of tactics.{kind}.{k}), not {values[0]!r}")
     return KernelSpec(
         id=entry["id"], family=entry["family"], library=entry.get("library", ""),
         entry_point=entry.get("entry_point", ""), phases=tuple(entry["phases"]),
@@ -87,7 +98,7 @@ def _spec(entry: dict, source: str) -> KernelSpec:
         head_dims=_tuple(entry.get("head_dims")), page_sizes=_tuple(entry.get("page_sizes")),
         group_sizes=tuple((p, tuple(g)) for p, g in entry.get("group_sizes", {}).items()),
         window=entry.get("window", False), sinks=entry.get("sinks", False),
-        noncausal=entry.get("noncausal", True), tactics=tactics, notes=entry.get("notes", "").strip(),
+        noncausal=entry.get("noncausal", True), tactics=tactics, tune=tune, notes=entry.get("notes", "").strip(),
     )
 
 

@@ -1,7 +1,7 @@
 """The store's schema, shared by the reader (dispatcher) and the writer (tuner)."""
 from __future__ import annotations
 
-SCHEMA_VERSION = 2      # 2: the misses table
+SCHEMA_VERSION = 3      # 2: the misses table; 3: the tactic_trials table
 STATUSES = ("ok", "failed", "unsupported", "inaccurate")
 
 PROBLEM_COLUMNS = {
@@ -41,6 +41,11 @@ MISSES = {
 MISSES_DDL = ("create table if not exists misses (device_name text, timing_mode text, problem_key text, "
               + ", ".join(f"{k} {'text' if t is str else 'integer'}" for k, t in PROBLEM_COLUMNS.items())
               + ", source text, count integer, last_seen text, primary key (device_name, timing_mode, problem_key))")
+
+# every Optuna trial of a tactic search (tuner/tactics.py), repeated settings included
+TRIALS_DDL = ("create table if not exists tactic_trials (env_id integer, problem_key text, base text, "
+              "number integer, params text, pipeline text, value_us real, status text, remeasured integer, "
+              "created_at text, primary key (env_id, problem_key, base, number))")
 
 
 class StoreError(RuntimeError):

@@ -60,6 +60,9 @@ def rank(timings: Iterable[Timing], budget: float, prefer: str | None = None,
     return Ranking(winner, runner, tie, tuple(sorted(over)), kept_rule)
 
 
+SUPPORT_NEAR = 3     # nearest measured buckets a pipeline must mostly have run at to be predicted
+
+
 def _log_sizes(p: AttentionProblem) -> tuple[float, float, float]:
     return math.log2(p.batch_size), math.log2(p.q_len), math.log2(p.kv_len)
 
@@ -102,16 +105,31 @@ class Table:
     def predicted(self, p: AttentionProblem) -> list[Timing]:
         """Each pipeline measured in this family, at p's sizes, as the local model predicts it.
         The spread is the fit's residual; the accuracy is the worst measured nearby."""
+        fam = self.by_family.get(p.family(), [])
+        ref = {b: min(t.median_us for t in self.by_bucket[b].values()) for _, b in fam}
         by_pipe: dict[str, list] = {}
-        for x, b in self.by_family.get(p.family(), []):
+        for x, b in fam:
             for pid, t in self.by_bucket[b].items():
-                by_pipe.setdefault(pid, []).append((x, t))
+                by_pipe.setdefault(pid, []).append((x, t, ref[b]))
+        # only pipelines that ran at most of the nearest measured sizes: one that failed or was not
+        # measured there would be a guess from far away (and might not run here either)
+        close = self.neighbours(p)[:SUPPORT_NEAR]
+        need = (len(close) + 1) // 2
         here, out = _log_sizes(p), []
+        level = predict([(x, ref[b]) for x, b in fam], here)      # the fastest time, as sizes go
+        if level is None:
+            return []
         for pid, pts in by_pipe.items():
-            pred = predict([(x, t.median_us) for x, t in pts], here)
-            if pred is None:
+            if sum(pid in self.by_bucket[b] for b in close) < need:
                 continue
-            near = sorted(pts, key=lambda xt: math.dist(xt[0], here))[: pred.support]
-            errs = [t.relerr for _, t in near if t.relerr is not None]
-            out.append(Timing(pts[0][1].pipeline, pred.us, pred.us * pred.rel_error, max(errs) if errs else None))
+            # a pipeline's time relative to the fastest varies slowly, and linearly in log sizes
+            # around a crossover: fitting that ratio ranks pipelines better than fitting each time
+            ratio = predict([(x, t.median_us / r) for x, t, r in pts], here, monotone=False)
+            if ratio is None:
+                continue
+            us = level.us * max(ratio.us, 1.0)
+            near = sorted(pts, key=lambda xt: math.dist(xt[0], here))[: ratio.support]
+            errs = [t.relerr for _, t, _ in near if t.relerr is not None]
+            # pipelines share the level, so only the ratio's misfit can reorder them
+            out.append(Timing(pts[0][1].pipeline, us, us * ratio.rel_error, max(errs) if errs else None))
         return out

@@ -68,6 +68,10 @@ def sweep(
     isolate: Annotated[bool, typer.Option(help="run pipelines in a worker process: a crash or hang fails one pipeline, not the sweep")] = True,
     candidate_timeout: Annotated[float, typer.Option(help="seconds without progress after which a pipeline counts as hung")] = 120.0,
     problems: Annotated[Optional[str], typer.Option("--problems", help="JSON lines of problems to sweep instead of a model's grid")] = None,
+    tactics: Annotated[str, typer.Option(help="grid: time every declared tactic; default: the kernels' own only; optuna: search each kernel's tune space per problem")] = "grid",
+    trials: Annotated[int, typer.Option(help="with --tactics optuna: trials per problem and kernel pipeline")] = 16,
+    search: Annotated[str, typer.Option(help="grid: every grid point; adaptive: a coarse subset, then refine where winners change or are within noise")] = "grid",
+    budget: Annotated[float, typer.Option(help="with --search adaptive: the fraction of each configuration's grid points to measure")] = 1 / 3,
 ):
     """Measure every eligible pipeline per problem size on this host and store them (resumes).
 
@@ -75,6 +79,10 @@ def sweep(
     """
     if quick and full:
         raise typer.BadParameter("give --quick or --full, not both")
+    if search not in ("grid", "adaptive"):
+        raise typer.BadParameter(f"--search {search!r} is not grid or adaptive")
+    if not 0 < budget <= 1:
+        raise typer.BadParameter(f"--budget {budget} is out of range; use a fraction in (0, 1], e.g. 0.33")
     req = library.SweepRequest(
         model=model, tps=csv(tp, int, "--tp"), phases=csv(phases, name="--phases"),
         kv_dtypes=csv(kv_dtypes, name="--kv-dtypes"), out_dtypes=csv(out_dtypes, name="--out-dtypes"),
@@ -82,13 +90,15 @@ def sweep(
         device=device or "auto", timing=timing)
     import time
     opts = SweepOptions(max_relerr=max_relerr, retry_failed=retry_failed, isolate=isolate,
-                        candidate_timeout_s=candidate_timeout,
+                        candidate_timeout_s=candidate_timeout, tactics=tactics, trials=trials,
                         deadline=time.time() + 60 * max_minutes if max_minutes is not None else None)
     from dispatcher.device import describe
     from .store import Store
     dev = describe(req.device)
     explicit = _read_problems(problems) if problems else None
     total = len(explicit) if explicit is not None else len(library.sweep_problems(req, dev))   # bad options fail before the bar
+    if search == "adaptive":
+        total = library.adaptive_total(explicit or library.sweep_problems(req, dev), budget)
     Store(db).close()                                                # so does a database we cannot use
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), TextColumn("{task.fields[now]}"),
@@ -105,9 +115,10 @@ def sweep(
         say = lambda m: bar.console.print(escape(m))  # noqa: E731
         if explicit is not None:
             from dispatcher.dispatch import default_timing_mode
-            report = library.run_problems(explicit, dev, db, timing or default_timing_mode(dev), opts, tick, say)
+            report = library.run_problems(explicit, dev, db, timing or default_timing_mode(dev), opts, tick, say,
+                                          search, budget)
         else:
-            report = library.start_sweep(req, db, opts, on_problem=tick, say=say)
+            report = library.start_sweep(req, db, opts, on_problem=tick, say=say, search=search, budget=budget)
     _print_summary(report)
 
 
@@ -226,7 +237,9 @@ def show(db: Db = None, as_json: Annotated[bool, typer.Option("--json")] = False
 def evaluate(db: Db = None, device: Dev = None,
              holdout: Annotated[float, typer.Option(help="fraction of measured buckets held out")] = 0.2,
              seed: Annotated[int, typer.Option()] = 0,
-             as_json: Annotated[bool, typer.Option("--json")] = False):
+             as_json: Annotated[bool, typer.Option("--json")] = False,
+             train: Annotated[Optional[str], typer.Option(help="fit on this database (e.g. an adaptive sweep's) and score on every bucket of --db it lacks")] = None,
+             adaptive: Annotated[Optional[float], typer.Option(help="replay an adaptive search measuring this fraction of --db's buckets; score on the rest, beside a random sample of the same size")] = None):
     """Regret on held-out measured shapes (chosen / best time) and speedup over the built-in rules.
 
     Example: tuner evaluate --device "NVIDIA H200" --holdout 0.2 --seed 0
@@ -234,6 +247,14 @@ def evaluate(db: Db = None, device: Dev = None,
     from .evaluate import evaluate as run_eval
     if not 0 < holdout < 1:
         raise ValueError(f"--holdout {holdout} is out of range; use a fraction between 0 and 1, e.g. 0.2")
+    if train is not None or adaptive is not None:
+        from .evaluate import evaluate_adaptive, evaluate_trained
+        res = evaluate_trained(db, train, device) if train is not None else evaluate_adaptive(db, device, adaptive, seed)
+        for name in ("configs", "adaptive", "random"):
+            if name in res:
+                res[name] = {c: v["learned"] for c, v in res[name].items()}
+        print(json.dumps(res, indent=1))
+        return
     res = run_eval(db, device, holdout, seed)
     if as_json:
         print(json.dumps(res, indent=1))
@@ -260,10 +281,21 @@ def evaluate(db: Db = None, device: Dev = None,
 @app.command()
 @friendly
 def report(db: Db = None, device: Dev = None,
-           markdown: Annotated[bool, typer.Option("--markdown", help="winner maps as Markdown tables")] = True):
-    """Which pipeline wins where: a batch x kv_len map per phase and dtype configuration."""
-    from .report import winner_maps
-    print(winner_maps(db, device))
+           out_dir: Annotated[Optional[str], typer.Option("--out", help="write PNG heatmaps and index.html here (needs the report extra: matplotlib)")] = None):
+    """Which pipeline wins where: a batch x kv_len map per phase and dtype configuration.
+
+    Without --out: Markdown winner maps on stdout. Example: tuner report --device "NVIDIA H200" --out report/
+    """
+    if out_dir is None:
+        from .report import winner_maps
+        print(winner_maps(db, device))
+        return
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise ValueError("tuner report --out needs matplotlib: pip install -e '.[report]'") from None
+    from .plots import write_report
+    print(write_report(db, device, out_dir))
 
 
 @app.command("export")

@@ -46,17 +46,68 @@ def load_table(db, device):
 def evaluate(db=None, device: str | None = None, holdout: float = 0.2, seed: int = 0,
              methods=("learned", "nearest")) -> dict:
     full, dev = load_table(db, device)
-    registry = load_registry()
+    buckets = _buckets(full, dev, db)
+    rng = random.Random(seed)
+    held = set(rng.sample(buckets, max(1, round(holdout * len(buckets)))))
+    train = subset(full, [b for b in buckets if b not in held])
+    return {"device": dev.name, "buckets": len(buckets), "held_out": len(held), "seed": seed,
+            "configs": score(train, full, held, dev, methods),
+            "oracle_vs_rules": oracle_vs_rules(full, dev, load_registry())}
+
+
+def evaluate_adaptive(db=None, device: str | None = None, fraction: float = 1 / 3, seed: int = 0,
+                      methods=("learned",)) -> dict:
+    """Adaptive sampling replayed on a measured grid: the search picks which buckets to "measure"
+    (their stored timings are revealed to it), the model fits on those, and it is scored on every
+    bucket it did not pick. A uniform random sample of the same size is scored beside it."""
+    from .adaptive import adaptive_sweep
+    full, dev = load_table(db, device)
+    buckets = _buckets(full, dev, db)
+    train = Table()
+
+    def reveal(ps):
+        for b in ps:
+            for t in full.timings(b):
+                train.add(b, t)
+    picked = adaptive_sweep(buckets, reveal, lambda: train, fraction)
+    held = set(buckets) - set(picked)
+    rng = random.Random(seed)
+    rand = set(rng.sample(buckets, len(picked)))
+    return {"device": dev.name, "buckets": len(buckets), "measured": len(picked), "fraction": fraction,
+            "seed": seed, "adaptive": score(train, full, held, dev, methods),
+            "random": score(subset(full, sorted(rand, key=lambda b: b.key())), full, set(buckets) - rand, dev, methods)}
+
+
+def evaluate_trained(db, train_db, device: str | None = None, methods=("learned",)) -> dict:
+    """Fit on another database's measurements (an adaptive sweep), score on every bucket of `db`
+    that it did not measure, in the configurations it covers."""
+    full, dev = load_table(db, device)
+    train, _ = load_table(train_db, dev.name)
+    buckets = _buckets(full, dev, db)
+    held = {b for b in buckets if b not in train.by_bucket and b.family() in train.by_family}
+    return {"device": dev.name, "buckets": len(buckets), "measured": len(train.by_bucket), "held_out": len(held),
+            "train_db": str(train_db), "configs": score(train, full, held, dev, methods)}
+
+
+def _buckets(full: Table, dev, db) -> list:
     buckets = sorted(full.by_bucket, key=lambda b: b.key())
     if not buckets:
         raise ValueError(f"no ok measurements for {dev.name} in {store.default_path(db)}")
-    rng = random.Random(seed)
-    held = set(rng.sample(buckets, max(1, round(holdout * len(buckets)))))
-    train = Table()
+    return buckets
+
+
+def subset(full: Table, buckets) -> Table:
+    t = Table()
     for b in buckets:
-        if b not in held:
-            for t in full.timings(b):
-                train.add(b, t)
+        for x in full.timings(b):
+            t.add(b, x)
+    return t
+
+
+def score(train: Table, full: Table, held: set, dev, methods) -> dict:
+    """Per configuration: regret of each method's choice on the held-out buckets, and its speedup
+    over the rules, from the measured times there."""
+    registry = load_registry()
     choosers = {m: Dispatcher(train, dev, registry, learned=(m == "learned")) for m in methods}
     rows = defaultdict(lambda: defaultdict(list))
     for b in sorted(held, key=lambda b: b.key()):
@@ -80,9 +131,7 @@ def evaluate(db=None, device: str | None = None, holdout: float = 0.2, seed: int
                     g[f"{m}:vs:{r}"].append(rt.median_us / chosen.median_us)
                     if chosen.median_us - rt.median_us > noise_us(chosen, rt):
                         g[f"{m}:slower:{r}"].append(chosen.median_us / rt.median_us)
-    return {"device": dev.name, "buckets": len(buckets), "held_out": len(held), "seed": seed,
-            "configs": {c: summarize(g, methods) for c, g in sorted(rows.items())},
-            "oracle_vs_rules": oracle_vs_rules(full, dev, registry)}
+    return {c: summarize(g, methods) for c, g in sorted(rows.items())}
 
 
 def summarize(g, methods) -> dict:

@@ -45,7 +45,7 @@ def sweep_problems(req: SweepRequest, dev: DeviceInfo) -> list[AttentionProblem]
 
 
 def start_sweep(req: SweepRequest, db=None, opts: SweepOptions = SweepOptions(), on_problem=None,
-                allow_shipped: bool = True, say=print) -> SweepReport:
+                allow_shipped: bool = True, say=print, search: str = "grid", budget: float = 1 / 3) -> SweepReport:
     dev = describe(req.device)
     mode = req.timing or default_timing_mode(dev)
     if dev.kind == "cpu" and mode != "wall":
@@ -53,11 +53,11 @@ def start_sweep(req: SweepRequest, db=None, opts: SweepOptions = SweepOptions(),
     probs = sweep_problems(req, dev)
     if not allow_shipped and is_shipped(default_path(db)):
         raise StoreError("refusing to write the shipped heuristics.db here; pass another --db")
-    return run_problems(probs, dev, db, mode, opts, on_problem, say)
+    return run_problems(probs, dev, db, mode, opts, on_problem, say, search, budget)
 
 
 def run_problems(probs: list[AttentionProblem], dev: DeviceInfo, db, mode: str, opts: SweepOptions = SweepOptions(),
-                 on_problem=None, say=print) -> SweepReport:
+                 on_problem=None, say=print, search: str = "grid", budget: float = 1 / 3) -> SweepReport:
     """JIT prebuild (CUDA), then the sweep; what `tuner sweep` and the daemon's jobs both run."""
     store = Store(db)
     try:
@@ -66,9 +66,37 @@ def run_problems(probs: list[AttentionProblem], dev: DeviceInfo, db, mode: str, 
             from .jit import prebuild
             from .sweep import plan
             prebuild(plan(probs, dev, registry, opts.all_tactics), dev, say)
-        return run_sweep(probs, dev, store, make_timer(mode), opts, registry, on_problem)
+        timer = make_timer(mode)
+        if search == "adaptive":
+            return _adaptive(probs, dev, store, db, timer, opts, registry, on_problem, budget, say)
+        if search != "grid":
+            raise ValueError(f"search {search!r} is not grid or adaptive")
+        return run_sweep(probs, dev, store, timer, opts, registry, on_problem)
     finally:
         store.close()
+
+
+def _adaptive(probs, dev, store, db, timer, opts, registry, on_problem, budget, say) -> SweepReport:
+    """tuner/adaptive.py over this grid, each chosen batch swept into the store like a grid sweep."""
+    from dispatcher.dispatch import read_table
+    from .adaptive import adaptive_sweep
+    report = SweepReport(store.environment(dev, timer.mode))
+
+    def measure(ps):
+        if report.stopped_early:
+            return
+        part = run_sweep(ps, dev, store, timer, opts, registry, on_problem)
+        report.outcomes += part.outcomes
+        report.stopped_early = part.stopped_early
+    adaptive_sweep(probs, measure, lambda: read_table(db, dev, timer.mode), budget, say)
+    return report
+
+
+def adaptive_total(probs: list[AttentionProblem], budget: float) -> int:
+    """How many problems an adaptive search of `probs` measures (for a progress bar)."""
+    import math
+    fams = Counter(p.family() for p in probs)
+    return sum(max(1, math.ceil(budget * n)) for n in fams.values())
 
 
 def overview(db=None) -> dict:

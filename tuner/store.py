@@ -12,7 +12,7 @@ import sqlite_utils
 from dispatcher.device import DeviceInfo
 from dispatcher.pipeline import Pipeline
 from dispatcher.problem import AttentionProblem
-from dispatcher.schema import ENVIRONMENTS, MEASUREMENTS, MISSES_DDL, SCHEMA_VERSION, WINNERS, StoreError
+from dispatcher.schema import ENVIRONMENTS, MEASUREMENTS, MISSES_DDL, SCHEMA_VERSION, TRIALS_DDL, WINNERS, StoreError
 from dispatcher.store import check_version, default_path
 from dispatcher.table import Ranking
 
@@ -45,8 +45,9 @@ class Store:
     def _migrate(self) -> None:
         if "meta" in self.db.table_names():
             if check_version(self.db.conn, self.path) < SCHEMA_VERSION:
-                with self.transaction():                        # 1 -> 2: the misses table
+                with self.transaction():                        # 1 -> 2 -> 3: new tables only
                     self.db.execute(MISSES_DDL)
+                    self.db.execute(TRIALS_DDL)
                     self.db.execute("update meta set value = ? where key = 'schema_version'", [str(SCHEMA_VERSION)])
             return
         if self.db.table_names():
@@ -62,6 +63,7 @@ class Store:
             self.db["winners"].create(WINNERS, pk=("env_id", "problem_key"),
                                       foreign_keys=[("env_id", "environments", "id")])
             self.db.execute(MISSES_DDL)
+            self.db.execute(TRIALS_DDL)
 
     def close(self) -> None:
         self.db.conn.close()
@@ -117,6 +119,18 @@ class Store:
                     "runner_up_us": ru.median_us if ru else None,
                     "margin": (ru.median_us / w.median_us) if ru else None, "tie": int(ranking.tie),
                     "candidates": len(results), "created_at": stamp}, replace=True)
+
+    def record_trials(self, env_id: int, problem: AttentionProblem, base: str, trials: list[dict]) -> None:
+        stamp = now()
+        with self.transaction():
+            for t in trials:
+                self.db["tactic_trials"].insert({"env_id": env_id, "problem_key": problem.key(), "base": base,
+                                                 **t, "created_at": stamp}, replace=True)
+
+    def tuned(self, env_id: int, problem: AttentionProblem, base: str) -> bool:
+        """Whether a tactic search already ran for this problem and base pipeline (a sweep resumes)."""
+        return self.db.execute("select 1 from tactic_trials where env_id = ? and problem_key = ? and base = ? limit 1",
+                               [env_id, problem.key(), base]).fetchone() is not None
 
     def counts(self) -> dict:
         q = lambda sql: self.db.execute(sql).fetchone()[0]  # noqa: E731

@@ -19,6 +19,10 @@ from .harness import time_interleaved
 from .inputs import kv_bytes, make_inputs, relative_error, rotated, working_bytes
 from .runners import runnable
 from .store import Store, result_row, timings
+from .tactics import canonical, space_size, tune
+
+
+TACTIC_MODES = ("grid", "default", "optuna")
 
 
 @dataclass(frozen=True)
@@ -26,13 +30,24 @@ class SweepOptions:
     max_relerr: float | None = None    # overrides the per-dtype defaults (dispatcher.policy)
     retry_failed: bool = False
     rule: str = DEFAULT_RULE
-    all_tactics: bool = True
+    tactics: str = "grid"              # grid: every declared tactic; default: the kernels' own; optuna: searched
+    trials: int = 16                   # with tactics="optuna": trials per problem and kernel pipeline
     seed: int = 0
     memory_fraction: float = 0.8       # of free device memory (CPU: of physical memory) a problem may use
     deadline: float | None = None      # time.time() after which no new problem starts (resumable)
     should_stop: Callable[[], bool] | None = None   # checked between problems (a cancelled job)
     isolate: bool = False              # run pipelines in a worker process (tuner/isolation.py)
     candidate_timeout_s: float = 120.0 # with isolate: silence longer than this is a hang
+
+    def __post_init__(self):
+        if self.tactics not in TACTIC_MODES:
+            raise ValueError(f"tactics {self.tactics!r} is not one of {', '.join(TACTIC_MODES)}")
+        if self.trials < 1:
+            raise ValueError(f"trials {self.trials} must be at least 1")
+
+    @property
+    def all_tactics(self) -> bool:
+        return self.tactics == "grid"
 
 
 @dataclass
@@ -85,6 +100,18 @@ def _error_text(e: BaseException) -> str:
     return last[:2000]
 
 
+_INPUTS: dict = {}      # the last problem's inputs: a tactic search measures one problem many times
+
+
+def _inputs(p: AttentionProblem, device: DeviceInfo, seed: int):
+    key = (p, device.torch_device, seed)
+    if key not in _INPUTS:
+        _INPUTS.clear()                 # free the previous problem's tensors before allocating
+        x = make_inputs(p, device.torch_device, seed=seed)
+        _INPUTS[key] = (x, rotated(x, rotation_copies(kv_bytes(p)) if device.kind == "cuda" else 1))
+    return _INPUTS[key]
+
+
 def measure_problem(p: AttentionProblem, pipes: list[Pipeline], device: DeviceInfo, timer,
                     opts: SweepOptions, note: Callable[[str, str], None] | None = None) -> list[dict]:
     """Check every pipeline against the fp32 reference, then time the checked ones interleaved.
@@ -96,8 +123,7 @@ def measure_problem(p: AttentionProblem, pipes: list[Pipeline], device: DeviceIn
         why = f"does not fit: needs ~{need / 2**30:.1f} GiB, {budget_bytes / 2**30:.1f} GiB usable on {device.name}"
         return [result_row(pp, "unsupported", error=why) for pp in pipes]
     budget = max_relerr(p.kv_dtype, p.out_dtype, opts.max_relerr)
-    x = make_inputs(p, device.torch_device, seed=opts.seed)
-    copies = rotated(x, rotation_copies(kv_bytes(p)) if device.kind == "cuda" else 1)
+    x, copies = _inputs(p, device, opts.seed)
     rows: dict[str, dict] = {}
     fns, errs = {}, {}
     for pipe in pipes:
@@ -150,6 +176,7 @@ def run_sweep(problems: list[AttentionProblem], device: DeviceInfo, store: Store
     try:
         _sweep_loop(problems, device, store, timer, opts, registry, on_problem, report, env_id, measurer)
     finally:
+        _INPUTS.clear()
         if measurer is not None:
             measurer.close()
     return report
@@ -162,21 +189,60 @@ def _sweep_loop(problems, device, store, timer, opts, registry, on_problem, repo
             break
         done = store.measured_pipelines(env_id, p, opts.retry_failed)
         todo = [pp for pp in pipes if pp.id not in done]
-        outcome = ProblemOutcome(p, resumed=not todo)
-        if todo:
-            outcome.rows = (measurer.measure(p, todo, opts) if measurer is not None
-                            else measure_problem(p, todo, device, timer, opts))
-            passed = {k: r for k, s in registry.items() if (r := eligible(s, p, device))}
-            rule_pick, _ = resolve(opts.rule, p, device, pipes, passed)
-            budget = max_relerr(p.kv_dtype, p.out_dtype, opts.max_relerr)
-            prior = timings(store, env_id, p)
-            new = [Timing(pp, r["median_us"], r["spread_us"] or 0.0, r["relerr"])
-                   for pp, r in zip(todo, outcome.rows) if r["status"] == "ok"]
-            ranking = rank({t.pipeline.id: t for t in prior + new}.values(), budget,
-                           rule_pick.id if rule_pick else None)
-            store.record(env_id, p, outcome.rows, ranking)
-            outcome.winner = ranking.winner.pipeline.id if ranking else None
+        search = ([pp for pp in tunable(pipes, registry, device) if not store.tuned(env_id, p, pp.id)]
+                  if opts.tactics == "optuna" else [])
+        outcome = ProblemOutcome(p, resumed=not todo and not search)
+        if todo or search:
+            def measure(pp, p=p):
+                return measurer.measure(p, pp, opts) if measurer is not None else measure_problem(p, pp, device, timer, opts)
+            outcome.rows = measure(todo) if todo else []
+            trials = {}
+            for base in search:
+                rows, trials[base.id] = search_tactics(p, base, store, env_id, opts, registry, device, measure,
+                                                       outcome.rows)
+                outcome.rows += rows
+            outcome.winner = _record(p, pipes, outcome.rows, store, env_id, opts, registry, device)
+            for base_id, t in trials.items():
+                store.record_trials(env_id, p, base_id, t)
         report.outcomes.append(outcome)
         if on_problem:
             on_problem(outcome)
 
+
+def _record(p, pipes, rows, store, env_id, opts, registry, device) -> str | None:
+    """Store a problem's new rows with its winner over everything measured for it; the winner's id."""
+    passed = {k: r for k, s in registry.items() if (r := eligible(s, p, device))}
+    rule_pick, _ = resolve(opts.rule, p, device, pipes, passed)
+    budget = max_relerr(p.kv_dtype, p.out_dtype, opts.max_relerr)
+    new = [Timing(Pipeline.from_row({**r, "kv_dtype": p.kv_dtype}), r["median_us"], r["spread_us"] or 0.0, r["relerr"])
+           for r in rows if r["status"] == "ok"]
+    ranking = rank({t.pipeline.id: t for t in timings(store, env_id, p) + new}.values(), budget,
+                   rule_pick.id if rule_pick else None)
+    store.record(env_id, p, rows, ranking)
+    return ranking.winner.pipeline.id if ranking else None
+
+
+def tunable(pipes: list[Pipeline], registry: dict[str, KernelSpec], device: DeviceInfo) -> list[Pipeline]:
+    """The default-tactic pipelines whose kernel declares more than one setting to search."""
+    out = []
+    for pp in pipes:
+        space = registry[pp.kernel].tune_space(device.kind)
+        if space_size(space) > 1 and pp.tactic == canonical({k: v[0] for k, v in space.items()}, space,
+                                                            set(registry[pp.kernel].tactic_space(device.kind))):
+            out.append(pp)
+    return out
+
+
+def search_tactics(p, base: Pipeline, store, env_id, opts, registry, device, measure, fresh_rows):
+    """Optuna over `base`'s tune space for problem `p`: (measurement rows, trial rows)."""
+    spec = registry[base.kernel]
+    known = {t.pipeline.id: t.median_us for t in timings(store, env_id, p)}
+    known.update({r["pipeline"]: r["median_us"] for r in fresh_rows if r["status"] == "ok"})
+    for r in fresh_rows:
+        if r["status"] != "ok":
+            known.pop(r["pipeline"], None)
+    if base.id not in known:
+        return [], []                   # the default does not run (accurately) here: nothing to tune against
+    res = tune(base, spec.tune_space(device.kind), set(spec.tactic_space(device.kind)), measure,
+               trials=opts.trials, seed=opts.seed, known=known)
+    return res.rows, res.trials

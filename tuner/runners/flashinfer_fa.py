@@ -11,9 +11,11 @@ from ..inputs import TORCH_DTYPES, PagedInputs
 from ._common import FlashInferRunner, compose, model_dtype, no_sinks, out_buffers, query_step, workspace
 
 
-def _split(pipe: Pipeline) -> int | None:
-    n = int(pipe.tactic_dict().get("fixed_split_size", 0))
-    return n or None          # 0: FlashInfer's own split-KV choice
+def _split(pipe: Pipeline) -> dict:
+    """plan() keywords for the split-KV tactic; fixed_split_size 0 leaves FlashInfer's own choice."""
+    t = pipe.tactic_dict()
+    n = int(t.get("fixed_split_size", 0))
+    return dict(fixed_split_size=n or None, disable_split_kv=bool(t.get("disable_split_kv", False)))
 
 
 class Fa2Decode(FlashInferRunner):
@@ -31,7 +33,7 @@ class Fa2Decode(FlashInferRunner):
         w.plan(x.kv_indptr, x.kv_indices, x.last_page_len, p.num_qo_heads, p.num_kv_heads, p.head_dim,
                p.page_size, window_left=p.window_left, q_data_type=model_dtype(x),
                kv_data_type=TORCH_DTYPES[p.kv_dtype], o_data_type=model_dtype(x), sm_scale=x.sm_scale,
-               fixed_split_size=_split(pipe))
+               **_split(pipe))
         kv_scales = dict(k_scale=x.k_scale, v_scale=x.v_scale) if p.kv_dtype == "fp8" else {}
         return compose(None, lambda: w.run(x.q, x.kv_cache, out=kout, **kv_scales), post)
 
@@ -62,7 +64,7 @@ class PagedPrefill(FlashInferRunner):
         w.plan(x.qo_indptr, x.kv_indptr, x.kv_indices, x.last_page_len, p.num_qo_heads, p.num_kv_heads,
                p.head_dim, p.page_size, causal=p.causal, sm_scale=x.sm_scale, window_left=p.window_left,
                q_data_type=q.dtype, kv_data_type=TORCH_DTYPES[p.kv_dtype], o_data_type=model_dtype(x),
-               fixed_split_size=_split(pipe), **extra)
+               **_split(pipe), **extra)
         scales = {}
         if pipe.q_quant:
             scales["q_scale"] = q_scale

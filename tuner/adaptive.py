@@ -1,0 +1,90 @@
+"""Adaptive sampling of a problem grid (`tuner sweep --search adaptive`): measure a spread-out
+coarse subset, then refine where the answer is in doubt, until a measurement budget is spent.
+
+Per family (everything but the sizes), the budget is a fraction of that family's grid points:
+- coarse: farthest-point sampling in log2(batch, q_len, kv_len), corners first, for half the budget;
+- refine: the unmeasured point whose nearest measured neighbours disagree on the winner, or where
+  the learned model's best two pipelines are predicted within noise of each other, is measured
+  next (a few at a time, refitting in between); the farthest from anything measured breaks ties.
+Measuring is the caller's: `measure(problems)` runs them (a sweep on the GPU, or a replay)."""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Callable
+
+from dispatcher.policy import max_relerr
+from dispatcher.problem import AttentionProblem
+from dispatcher.table import Table, rank
+
+NEIGHBOURS = 4        # measured neighbours whose winners are compared
+STEP = 4              # points measured between refits
+
+
+def log_sizes(p: AttentionProblem) -> tuple[float, float, float]:
+    return math.log2(p.batch_size), math.log2(p.q_len), math.log2(p.kv_len)
+
+
+def farthest_first(points: list[AttentionProblem], n: int) -> list[AttentionProblem]:
+    """n points spread over the family: the smallest and largest first, then each next point the
+    one farthest from all chosen (deterministic: ties go to the grid's order)."""
+    if not points:
+        return []
+    pts = sorted(points, key=lambda p: log_sizes(p))
+    chosen = [pts[0]] + ([pts[-1]] if len(pts) > 1 else [])
+    dist = {p: min(math.dist(log_sizes(p), log_sizes(c)) for c in chosen) for p in pts}
+    while len(chosen) < min(n, len(pts)):
+        nxt = max((p for p in pts if p not in chosen), key=lambda p: dist[p])
+        chosen.append(nxt)
+        for p in pts:
+            dist[p] = min(dist[p], math.dist(log_sizes(p), log_sizes(nxt)))
+    return chosen[:n]
+
+
+def doubt(p: AttentionProblem, table: Table) -> tuple:
+    """Sort key, most doubtful first: (neighbours disagree, predicted margin within noise, -margin,
+    distance to the nearest measured point)."""
+    budget = max_relerr(p.kv_dtype, p.out_dtype)
+    near = table.neighbours(p)[:NEIGHBOURS]
+    winners = {r.winner.pipeline.id for b in near if (r := rank(table.timings(b), budget))}
+    pred = rank(table.predicted(p), budget)
+    margin, within = math.inf, False
+    if pred is not None and pred.runner_up is not None:
+        w, ru = pred.winner, pred.runner_up
+        margin = ru.median_us / w.median_us - 1
+        within = ru.median_us - w.median_us <= max(w.spread_us, ru.spread_us)
+    gap = math.dist(log_sizes(p), log_sizes(near[0])) if near else math.inf
+    return (len(winners) > 1, within, -margin, gap)
+
+
+def adaptive_sweep(grid: list[AttentionProblem], measure: Callable[[list[AttentionProblem]], None],
+                   measured: Callable[[], Table], fraction: float = 1 / 3,
+                   say: Callable[[str], None] = lambda m: None) -> list[AttentionProblem]:
+    """Measure at most ceil(fraction x |family|) points of each family of `grid`; returns the points
+    chosen, in order. `measured()` reads back what the store holds (the table the model fits)."""
+    if not 0 < fraction <= 1:
+        raise ValueError(f"budget fraction {fraction} is out of range; use a fraction in (0, 1], e.g. 0.33")
+    families: dict[tuple, list[AttentionProblem]] = defaultdict(list)
+    for p in grid:
+        families[p.family()].append(p)
+    order = []
+    for fam, pts in families.items():
+        budget = max(1, math.ceil(fraction * len(pts)))
+        held = measured()
+        done = [p for p in pts if held.timings(p.bucket())]          # a resumed search counts them
+        coarse = [p for p in farthest_first(pts, max(1, budget // 2)) if p not in done]
+        measure(coarse)
+        chosen = done + coarse
+        while len(chosen) < budget:
+            table = measured()
+            rest = [p for p in pts if p not in chosen]
+            if not rest:
+                break
+            nxt = sorted(rest, key=lambda p: doubt(p.bucket(), table), reverse=True)[:min(STEP, budget - len(chosen))]
+            measure(nxt)
+            chosen += nxt
+        say(f"adaptive: {len(chosen)} of {len(pts)} points of {pts[0].phase} {pts[0].num_qo_heads}/"
+            f"{pts[0].num_kv_heads} page {pts[0].page_size} {pts[0].kv_dtype}/{pts[0].out_dtype}")
+        order += chosen
+    return order
+
