@@ -1,0 +1,64 @@
+"""Adaptive sampling (tuner/adaptive.py, `tuner sweep --search adaptive`, `tuner evaluate --adaptive`)."""
+import json
+import math
+import subprocess
+import sys
+
+from dispatcher.pipeline import Pipeline
+from dispatcher.table import Table, Timing
+from tests.conftest import small
+from tuner.adaptive import adaptive_sweep, farthest_first
+
+A = Pipeline("torch-sdpa", "bf16", "bf16", "bf16", tactic=(("backend", "flash"),))
+B = Pipeline("torch-sdpa", "bf16", "bf16", "bf16", tactic=(("backend", "math"),))
+GRID = [small(batch_size=b, kv_len=kv) for b in (1, 2, 4, 8, 16, 32) for kv in (64, 128, 256, 512, 1024, 2048)]
+
+
+def synthetic(p):
+    """A wins below batch x kv = 4096, B above: one crossover line through the grid."""
+    work = p.batch_size * p.kv_len
+    return {A: 10 + work / 100, B: 40 + work / 200}
+
+
+def run(fraction):
+    table, calls = Table(), []
+
+    def measure(ps):
+        calls.append(list(ps))
+        for p in ps:
+            for pipe, us in synthetic(p).items():
+                table.add(p.bucket(), Timing(pipe, us, 0.01 * us, 0.001))
+    return adaptive_sweep(GRID, measure, lambda: table, fraction), calls, table
+
+
+def test_coarse_points_span_the_grid_corners_first():
+    pts = farthest_first(GRID, 4)
+    assert pts[0] == min(GRID, key=lambda p: (p.batch_size, p.kv_len))
+    assert pts[1] == max(GRID, key=lambda p: (p.batch_size, p.kv_len))
+    assert len(set(pts)) == 4
+
+
+def test_refinement_spends_the_budget_near_the_crossover_and_never_measures_twice():
+    chosen, calls, _ = run(1 / 3)
+    assert len(chosen) == math.ceil(len(GRID) / 3) == len(set(chosen))
+    refined = [p for c in calls[1:] for p in c]
+    near = [p for p in refined if 0.25 <= p.batch_size * p.kv_len / 4096 <= 4]
+    assert len(near) >= len(refined) * 0.7, [(p.batch_size, p.kv_len) for p in refined]
+
+
+def test_a_resumed_search_counts_what_is_measured():
+    chosen, _, table = run(1 / 3)
+    again = []
+    out = adaptive_sweep(GRID, lambda ps: again.extend(ps), lambda: table, 1 / 3)
+    assert again == [] and set(out) == set(chosen)
+
+
+def test_evaluate_replays_an_adaptive_search_beside_a_random_sample(swept_db):
+    r = subprocess.run([sys.executable, "-m", "tuner", "evaluate", "--db", str(swept_db[0]), "--device", "cpu",
+                        "--adaptive", "0.5"], capture_output=True, text=True, check=True)
+    res = json.loads(r.stdout)
+    assert res["measured"] < res["buckets"] and set(res) >= {"adaptive", "random"}
+    assert all(v["regret_geomean"] >= 1.0 for v in res["adaptive"].values())
+    bad = subprocess.run([sys.executable, "-m", "tuner", "evaluate", "--db", str(swept_db[0]), "--adaptive", "1.5"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "budget fraction 1.5 is out of range" in bad.stderr
