@@ -130,6 +130,8 @@ class Table:
             us = level.us * max(ratio.us, 1.0)
             near = sorted(pts, key=lambda xt: math.dist(xt[0], here))[: ratio.support]
             errs = [t.relerr for _, t, _ in near if t.relerr is not None]
-            # pipelines share the level, so only the ratio's misfit can reorder them
-            out.append(Timing(pts[0][1].pipeline, us, us * ratio.rel_error, max(errs) if errs else None))
+            # the switch margin is the measured noise nearby (relative spread of the runs the fit used);
+            # the fit's own misfit is not noise a measurement would show
+            rel = sorted(t.spread_us / t.median_us for _, t, _ in near)[len(near) // 2]
+            out.append(Timing(pts[0][1].pipeline, us, us * rel, max(errs) if errs else None))
         return out
