@@ -7,7 +7,7 @@
 #      save any newly built .so files to $OUT (xz, 15 MiB parts);
 #   2. the GPU tests, one test per pipeline (skipped with NOTESTS=1);
 #   3. the sweep until BUDGET_S is nearly spent (it resumes from heuristics.db next call).
-# usage: BUDGET_S=540 bash benchmarks/h200_run.sh [extra sweep args, e.g. --tp 4 --page-sizes 32]
+# usage: BUDGET_S=540 [DB=heuristics.db] [NOTESTS=1] bash benchmarks/h200_run.sh [extra sweep args, e.g. --tp 4]
 set -uo pipefail
 t0=$(date +%s); budget=${BUDGET_S:-540}
 left() { echo $(( budget - ($(date +%s) - t0) )); }
@@ -17,7 +17,7 @@ source .gpu/setup.sh || exit 1
 aot=/tmp/site/flashinfer/data/aot
 [ -f .gpu/aot.txz ] && mkdir -p $aot && tar xJf .gpu/aot.txz -C $aot --strip-components=1 && echo "AOT modules: $(ls $aot | wc -l)" | tee $OUT/aot.txt
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee $OUT/env.txt
-sweep=(python3 -m tuner sweep --model llama4-scout --device cuda --db heuristics.db "$@")
+sweep=(python3 -m tuner sweep --model llama4-scout --device cuda --db "${DB:-heuristics.db}" "$@")
 echo "+ ${sweep[*]} --max-minutes 0   (JIT prebuild)" | tee $OUT/sweep.log
 timeout $(( $(left) - 120 )) "${sweep[@]}" --max-minutes 0 2>&1 | tee -a $OUT/sweep.log
 echo "prebuild done at $(( $(date +%s) - t0 )) s" | tee -a $OUT/sweep.log
@@ -34,4 +34,5 @@ if [ "$(left)" -gt 60 ]; then
   timeout $(( $(left) - 15 )) "${sweep[@]}" --max-minutes "$mins" 2>&1 | grep -v "UserWarning\|scaled_dot_product\|nanobind\|leaked" | tee -a $OUT/sweep.log
 fi
 echo "call done at $(( $(date +%s) - t0 )) s" | tee -a $OUT/sweep.log
-cp heuristics.db $OUT/heuristics.db
+python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('pragma wal_checkpoint(truncate)')" "${DB:-heuristics.db}"
+cp "${DB:-heuristics.db}" $OUT/

@@ -43,6 +43,7 @@ def test_resume_measures_nothing_new(db_path, cpu):
     again = run_sweep(probs, cpu, s, FAST)
     s.close()
     assert first.measured == 4 and again.measured == 0 and all(o.resumed for o in again.outcomes)
+    assert {"inputs", "check", "timing", "store"} <= set(first.seconds) and not again.seconds["timing"]
     assert len(rows(db_path, "select * from measurements")) == 4
 
 

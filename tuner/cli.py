@@ -152,6 +152,9 @@ def _print_summary(report) -> None:
     out.print(f"{len(report.outcomes)} problems, {report.measured} pipelines measured "
               f"({report.count('ok')} ok, {report.count('inaccurate')} inaccurate, {report.count('failed')} failed, "
               f"{report.count('unsupported')} unsupported), {resumed} already measured")
+    if report.seconds:
+        from .sweep import STAGES
+        out.print("time: " + ", ".join(f"{STAGES.get(k, k)} {v:.1f} s" for k, v in report.seconds.most_common()))
 
 
 @app.command()

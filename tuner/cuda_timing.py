@@ -14,6 +14,9 @@ import torch
 from .harness import TimingConfig
 
 L2_BYTES = 60 * 2**20          # H100/H200 L2 (the rotation target below is a multiple of it)
+# a GPU-side wait queued before each timed replay (~50 us at H200 clocks): the start event and the
+# replay are then both queued before the GPU reaches them, so no host launch gap is timed
+LEAD_CYCLES = 100_000
 
 
 class CudaTimer:
@@ -46,7 +49,9 @@ class CudaTimer:
                     self.next_op()
         torch.cuda.current_stream().wait_stream(side)
         torch.cuda.synchronize()
-        reps = max(1, math.ceil(self.cfg.graph_calls / len(fns)))
+        # long calls need fewer repeats per replay to time well: most of a sweep's GPU time is in them
+        calls = max(1, min(self.cfg.graph_calls, math.ceil(self.cfg.replay_us / max(self._one_call_us(fns[0]), 1e-3))))
+        reps = max(1, math.ceil(calls / len(fns)))
         n = reps * len(fns)
 
         def body():
@@ -67,13 +72,27 @@ class CudaTimer:
         else:
             run = body
 
+        lead = self.mode == "graph"       # eager mode times the host's launches on purpose
+
         def timed():
+            if lead:
+                torch.cuda._sleep(LEAD_CYCLES)
             start.record()
             run()
             end.record()
             end.synchronize()
             return start.elapsed_time(end) * 1000.0 / n, n
         return timed
+
+    def _one_call_us(self, f) -> float:
+        """One eager call (and the next op): an estimate of a call's length, launch overhead included."""
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        f()
+        self.next_op()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) * 1000.0
 
     def release(self) -> None:
         self._keep = []

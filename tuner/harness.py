@@ -32,7 +32,8 @@ class TimingConfig:
     warmup: int = 2
     round_s: float = 0.004     # each candidate's calls in one round last at least this long
     max_calls: int = 200       # calls per candidate per round, at most
-    graph_calls: int = 10      # calls captured per CUDA graph
+    graph_calls: int = 10      # calls captured per CUDA graph, at most
+    replay_us: float = 2000.0  # ... fewer for long calls: enough that one replay lasts about this long
     keep_rounds: int = 3       # after this many rounds, a candidate far behind stops being timed
     far_behind: float = 1.5    # ... when its fastest round is this much slower than the best median
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import signal
+import time
+from collections import Counter
 from dataclasses import replace
 
 from dispatcher.device import DeviceInfo
@@ -25,9 +27,11 @@ def _worker(conn, device: DeviceInfo, mode: str) -> None:
         if msg is None:
             return
         problem, pipes, opts = msg
+        clock = Counter()
         try:
-            rows = measure_problem(problem, pipes, device, timer, opts, note=lambda s, pid: conn.send(("note", s, pid)))
-            conn.send(("result", rows))
+            rows = measure_problem(problem, pipes, device, timer, opts, note=lambda s, pid: conn.send(("note", s, pid)),
+                                   clock=clock)
+            conn.send(("result", rows, dict(clock)))
         except Exception as e:  # noqa: BLE001 (outside any one pipeline: report, keep the worker)
             conn.send(("error", f"{type(e).__name__}: {e}"))
 
@@ -73,7 +77,17 @@ class IsolatedMeasurer:
                 pass
         self._kill()
 
-    def measure(self, problem: AttentionProblem, pipes: list[Pipeline], opts) -> list[dict]:
+    def measure(self, problem: AttentionProblem, pipes: list[Pipeline], opts, clock: Counter | None = None) -> list[dict]:
+        """Rows for `pipes`; `clock` gets the worker's seconds per stage, and the rest as "worker"."""
+        t0, staged = time.perf_counter(), Counter()
+        try:
+            return self._measure(problem, pipes, opts, staged)
+        finally:
+            if clock is not None:
+                clock.update(staged)
+                clock["worker"] += time.perf_counter() - t0 - sum(staged.values())
+
+    def _measure(self, problem, pipes, opts, clock: Counter) -> list[dict]:
         opts_safe = replace(opts, should_stop=None)      # callables (a job's cancel event) stay in the parent
         blamed: dict[str, dict] = {}
         todo = list(pipes)
@@ -95,6 +109,7 @@ class IsolatedMeasurer:
                 if msg[0] == "note":
                     current = (msg[1], msg[2])
                 elif msg[0] == "result":
+                    clock.update(msg[2])
                     got = {pp.id: r for pp, r in zip(todo, msg[1])}
                     return [got.get(pp.id) or blamed[pp.id] for pp in pipes]
                 else:

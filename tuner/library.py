@@ -62,16 +62,21 @@ def run_problems(probs: list[AttentionProblem], dev: DeviceInfo, db, mode: str, 
     store = Store(db)
     try:
         registry = load_registry()
+        if search not in ("grid", "adaptive"):
+            raise ValueError(f"search {search!r} is not grid or adaptive")
+        jit = {"seconds": 0.0}
         if dev.kind == "cuda":
             from .jit import prebuild
             from .sweep import plan
-            prebuild(plan(probs, dev, registry, opts.all_tactics), dev, say)
+            jit = prebuild(plan(probs, dev, registry, opts.all_tactics), dev, say)
         timer = make_timer(mode)
         if search == "adaptive":
-            return _adaptive(probs, dev, store, db, timer, opts, registry, on_problem, budget, say)
-        if search != "grid":
-            raise ValueError(f"search {search!r} is not grid or adaptive")
-        return run_sweep(probs, dev, store, timer, opts, registry, on_problem)
+            report = _adaptive(probs, dev, store, db, timer, opts, registry, on_problem, budget, say)
+        else:
+            report = run_sweep(probs, dev, store, timer, opts, registry, on_problem)
+        if jit["seconds"]:
+            report.seconds["jit"] += jit["seconds"]
+        return report
     finally:
         store.close()
 
@@ -87,6 +92,7 @@ def _adaptive(probs, dev, store, db, timer, opts, registry, on_problem, budget, 
             return
         part = run_sweep(ps, dev, store, timer, opts, registry, on_problem)
         report.outcomes += part.outcomes
+        report.seconds.update(part.seconds)
         report.stopped_early = part.stopped_early
     adaptive_sweep(probs, measure, lambda: read_table(db, dev, timer.mode), budget, say)
     return report

@@ -4,6 +4,8 @@ from __future__ import annotations
 import os
 import time
 import traceback
+from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -63,6 +65,7 @@ class SweepReport:
     env_id: int
     outcomes: list[ProblemOutcome] = field(default_factory=list)
     stopped_early: bool = False        # the deadline came first; rerun to resume
+    seconds: Counter = field(default_factory=Counter)   # wall time per stage (see STAGES)
 
     @property
     def measured(self) -> int:
@@ -100,6 +103,21 @@ def _error_text(e: BaseException) -> str:
     return last[:2000]
 
 
+# where a sweep's time goes, printed after it: what to speed up next
+STAGES = {"jit": "JIT build", "inputs": "inputs and fp32 reference", "check": "build + accuracy check", "timing": "timed rounds",
+          "store": "database", "worker": "worker start and messages"}
+
+
+@contextmanager
+def stage(clock: Counter | None, name: str):
+    t = time.perf_counter()
+    try:
+        yield
+    finally:
+        if clock is not None:
+            clock[name] += time.perf_counter() - t
+
+
 _INPUTS: dict = {}      # the last problem's inputs: a tactic search measures one problem many times
 
 
@@ -113,9 +131,11 @@ def _inputs(p: AttentionProblem, device: DeviceInfo, seed: int):
 
 
 def measure_problem(p: AttentionProblem, pipes: list[Pipeline], device: DeviceInfo, timer,
-                    opts: SweepOptions, note: Callable[[str, str], None] | None = None) -> list[dict]:
+                    opts: SweepOptions, note: Callable[[str, str], None] | None = None,
+                    clock: Counter | None = None) -> list[dict]:
     """Check every pipeline against the fp32 reference, then time the checked ones interleaved.
-    `note(stage, pipeline_id)` is told which pipeline is about to run (see tuner/isolation.py)."""
+    `note(stage, pipeline_id)` is told which pipeline is about to run (see tuner/isolation.py);
+    `clock` gathers seconds per stage."""
     note = note or (lambda stage, pid: None)
     need = working_bytes(p)
     budget_bytes = opts.memory_fraction * free_bytes(device)
@@ -123,7 +143,8 @@ def measure_problem(p: AttentionProblem, pipes: list[Pipeline], device: DeviceIn
         why = f"does not fit: needs ~{need / 2**30:.1f} GiB, {budget_bytes / 2**30:.1f} GiB usable on {device.name}"
         return [result_row(pp, "unsupported", error=why) for pp in pipes]
     budget = max_relerr(p.kv_dtype, p.out_dtype, opts.max_relerr)
-    x, copies = _inputs(p, device, opts.seed)
+    with stage(clock, "inputs"):
+        x, copies = _inputs(p, device, opts.seed)
     rows: dict[str, dict] = {}
     fns, errs = {}, {}
     for pipe in pipes:
@@ -133,8 +154,9 @@ def measure_problem(p: AttentionProblem, pipes: list[Pipeline], device: DeviceIn
             continue
         note("check", pipe.id)
         try:
-            built = [runner.build(pipe, xi) for xi in copies]
-            err = relative_error(built[0](), x, pipe.fused_out_quant or pipe.out_quant)
+            with stage(clock, "check"):
+                built = [runner.build(pipe, xi) for xi in copies]
+                err = relative_error(built[0](), x, pipe.fused_out_quant or pipe.out_quant)
         except Exception as e:  # noqa: BLE001 (a kernel failing is a result, not a sweep error)
             rows[pipe.id] = result_row(pipe, "failed", error=_error_text(e))
             _clear_cuda_error(device)
@@ -142,7 +164,8 @@ def measure_problem(p: AttentionProblem, pipes: list[Pipeline], device: DeviceIn
         fns[pipe.id], errs[pipe.id] = built, err
     if fns:
         try:
-            stats = time_interleaved(fns, timer, note=note)
+            with stage(clock, "timing"):
+                stats = time_interleaved(fns, timer, note=note)
         except Exception as e:  # noqa: BLE001
             stats, why = {}, _error_text(e)
             for pid in fns:
@@ -194,16 +217,19 @@ def _sweep_loop(problems, device, store, timer, opts, registry, on_problem, repo
         outcome = ProblemOutcome(p, resumed=not todo and not search)
         if todo or search:
             def measure(pp, p=p):
-                return measurer.measure(p, pp, opts) if measurer is not None else measure_problem(p, pp, device, timer, opts)
+                if measurer is not None:
+                    return measurer.measure(p, pp, opts, report.seconds)
+                return measure_problem(p, pp, device, timer, opts, clock=report.seconds)
             outcome.rows = measure(todo) if todo else []
             trials = {}
             for base in search:
                 rows, trials[base.id] = search_tactics(p, base, store, env_id, opts, registry, device, measure,
                                                        outcome.rows)
                 outcome.rows += rows
-            outcome.winner = _record(p, pipes, outcome.rows, store, env_id, opts, registry, device)
-            for base_id, t in trials.items():
-                store.record_trials(env_id, p, base_id, t)
+            with stage(report.seconds, "store"):
+                outcome.winner = _record(p, pipes, outcome.rows, store, env_id, opts, registry, device)
+                for base_id, t in trials.items():
+                    store.record_trials(env_id, p, base_id, t)
         report.outcomes.append(outcome)
         if on_problem:
             on_problem(outcome)

@@ -26,7 +26,8 @@ class TorchSdpa:
 
     def build(self, pipe: Pipeline, x: PagedInputs):
         p = x.problem
-        backend = BACKENDS[pipe.tactic_dict().get("backend", "flash")]
+        name = pipe.tactic_dict().get("backend", "flash")
+        backend = BACKENDS[name]
         model_dtype = TORCH_DTYPES[p.q_dtype if p.q_dtype != "fp8" else "bf16"]
         B, Lq, L, H, Hkv, D = p.batch_size, p.q_len, p.kv_len, p.num_qo_heads, p.num_kv_heads, p.head_dim
         table = x.page_table.long()
@@ -34,12 +35,19 @@ class TorchSdpa:
         mask = None
         needs_mask = p.window_left >= 0 or (p.causal and Lq > 1)
         if needs_mask:
+            if name == "flash" and x.q.is_cuda:   # said before the gather: SDPA's own error names no reason
+                raise ValueError("torch-sdpa[backend=flash] on CUDA takes no attention mask; this problem needs "
+                                 "one (causal with a cached prefix, or a sliding window)")
             mask = allowed_keys(p, pos, x.q.device)          # causal from the bottom right
+        # the efficient backend has no enable_gqa: it gets the KV heads repeated in the gather instead
+        repeat = p.group_size if name == "efficient" and H != Hkv else 1
         out_fp8 = torch.empty((B * Lq, H, D), dtype=torch.float8_e4m3fn, device=x.q.device) if pipe.out_quant else None
 
         def kv(which: int) -> torch.Tensor:
             pages = x.kv_cache[:, which][table]                           # [B, P, Hkv, page, D]
             t = pages.permute(0, 2, 1, 3, 4).reshape(B, Hkv, -1, D)[:, :, :L]
+            if repeat > 1:
+                t = t.repeat_interleave(repeat, dim=1)
             if p.kv_dtype == "fp8":
                 t = t.to(model_dtype) * (x.k_scale if which == 0 else x.v_scale)
             return t
@@ -48,7 +56,7 @@ class TorchSdpa:
             q = x.q.view(B, Lq, H, D).transpose(1, 2)
             with sdpa_kernel(backend):
                 o = F.scaled_dot_product_attention(q, kv(0), kv(1), attn_mask=mask, scale=x.sm_scale,
-                                                   enable_gqa=H != Hkv)
+                                                   enable_gqa=H != Hkv and repeat == 1)
             o = o.transpose(1, 2).reshape(B * Lq, H, D)
             return quantize_fp8(o, x.o_scale, out_fp8) if out_fp8 is not None else o
 
