@@ -4,10 +4,11 @@
 #      as FlashInfer's AOT directory, which it loads without running ninja; the whole JIT cache with
 #      objects is 62 MB, over what a call can carry);
 #   1. build every JIT module the sweep still needs, in parallel (tuner sweep --max-minutes 0), and
-#      save any newly built .so files to $OUT (xz, 15 MiB parts);
+#      with SAVE_AOT=1 save any newly built .so files to $OUT (xz, 15 MiB parts);
 #   2. the GPU tests, one test per pipeline (skipped with NOTESTS=1);
 #   3. the sweep until BUDGET_S is nearly spent (it resumes from heuristics.db next call).
-# usage: BUDGET_S=540 [DB=heuristics.db] [NOTESTS=1] bash benchmarks/h200_run.sh [extra sweep args, e.g. --tp 4]
+# usage: BUDGET_S=540 [DB=heuristics.db] [NOTESTS=1] [NOAOT=1: a cold JIT] [SAVE_AOT=1] \
+#        bash benchmarks/h200_run.sh [extra sweep args, e.g. --tp 4]
 set -uo pipefail
 t0=$(date +%s); budget=${BUDGET_S:-540}
 left() { echo $(( budget - ($(date +%s) - t0) )); }
@@ -15,14 +16,14 @@ left() { echo $(( budget - ($(date +%s) - t0) )); }
 [ -f .gpu/flashinfer.txz ] && [ ! -d /tmp/site/flashinfer ] && mkdir -p /tmp/site && tar xJf .gpu/flashinfer.txz -C /tmp/site
 source .gpu/setup.sh || exit 1
 aot=/tmp/site/flashinfer/data/aot
-[ -f .gpu/aot.txz ] && mkdir -p $aot && tar xJf .gpu/aot.txz -C $aot --strip-components=1 && echo "AOT modules: $(ls $aot | wc -l)" | tee $OUT/aot.txt
+[ -z "${NOAOT:-}" ] && [ -f .gpu/aot.txz ] && mkdir -p $aot && tar xJf .gpu/aot.txz -C $aot --strip-components=1 && echo "AOT modules: $(ls $aot | wc -l)" | tee $OUT/aot.txt
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee $OUT/env.txt
 sweep=(python3 -m tuner sweep --model llama4-scout --device cuda --db "${DB:-heuristics.db}" "$@")
 echo "+ ${sweep[*]} --max-minutes 0   (JIT prebuild)" | tee $OUT/sweep.log
 timeout $(( $(left) - 120 )) "${sweep[@]}" --max-minutes 0 2>&1 | tee -a $OUT/sweep.log
 echo "prebuild done at $(( $(date +%s) - t0 )) s" | tee -a $OUT/sweep.log
 new_so=$(cd /tmp/fiws/.cache/flashinfer/*/*/cached_ops 2>/dev/null && ls */*.so 2>/dev/null)
-[ -n "$new_so" ] && (cd /tmp/fiws/.cache/flashinfer/*/*/cached_ops && tar cJf /tmp/new-aot.txz $new_so) && split -b 15M /tmp/new-aot.txz $OUT/new-aot.txz.part-
+[ -n "${SAVE_AOT:-}" ] && [ -n "$new_so" ] && (cd /tmp/fiws/.cache/flashinfer/*/*/cached_ops && tar cJf /tmp/new-aot.txz $new_so) && split -b 15M /tmp/new-aot.txz $OUT/new-aot.txz.part-
 if [ -z "${NOTESTS:-}" ] && [ "$(left)" -gt 150 ]; then
   echo "+ python3 -m pytest -m gpu tests/gpu -v -s --durations=10" | tee $OUT/gpu-tests.log
   tt=$(( $(left) / 2 )); [ $tt -gt 300 ] && tt=300

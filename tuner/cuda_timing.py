@@ -24,6 +24,7 @@ class CudaTimer:
         if mode not in ("graph", "eager"):
             raise ValueError(f"CUDA timing mode {mode!r} is not graph or eager")
         self.mode, self.cfg = mode, cfg
+        self._keep, self._pool = [], None
         self._a = torch.randn(1 << 18, device="cuda")
         self._b = torch.empty_like(self._a)
         self.next_us = self._baseline()
@@ -61,16 +62,7 @@ class CudaTimer:
                     self.next_op()
 
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        if self.mode == "graph":
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
-                body()
-            g.replay()
-            torch.cuda.synchronize()
-            run = g.replay
-            self._keep = getattr(self, "_keep", []) + [g]   # graphs live as long as the timer
-        else:
-            run = body
+        run = self._capture(body) if self.mode == "graph" else body
 
         lead = self.mode == "graph"       # eager mode times the host's launches on purpose
 
@@ -84,6 +76,34 @@ class CudaTimer:
             return start.elapsed_time(end) * 1000.0 / n, n
         return timed
 
+    def _capture(self, body):
+        """A CUDA graph of `body`, captured without torch.cuda.graph's set-up: that empties the
+        device and pinned-host caches at every capture, so each FlashInfer wrapper built after it
+        pays cudaMalloc / cudaHostAlloc again (milliseconds per pipeline, minutes per sweep).
+        The graphs of one problem share a memory pool: they replay one at a time, on one stream,
+        and none reads what another left behind."""
+        if self._pool is None:
+            self._pool = torch.cuda.graph_pool_handle()
+        g = torch.cuda.CUDAGraph()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            g.capture_begin(pool=self._pool)
+            try:
+                body()
+            except BaseException:
+                try:
+                    g.capture_end()        # leave the stream usable; the pipeline's error is what counts
+                except Exception:  # noqa: BLE001
+                    pass
+                raise
+            g.capture_end()
+        torch.cuda.current_stream().wait_stream(side)
+        g.replay()
+        torch.cuda.synchronize()
+        self._keep.append(g)                    # graphs live until release()
+        return g.replay
+
     def _one_call_us(self, f) -> float:
         """One eager call (and the next op): an estimate of a call's length, launch overhead included."""
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -95,7 +115,7 @@ class CudaTimer:
         return start.elapsed_time(end) * 1000.0
 
     def release(self) -> None:
-        self._keep = []
+        self._keep, self._pool = [], None
 
 
 def rotation_copies(kv_bytes: int) -> int:

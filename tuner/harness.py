@@ -29,7 +29,7 @@ class Stats:
 @dataclass(frozen=True)
 class TimingConfig:
     rounds: int = 7
-    warmup: int = 2
+    warmup: int = 1            # passes over the rotated copies before timing (the capture replays once more)
     round_s: float = 0.004     # each candidate's calls in one round last at least this long
     max_calls: int = 200       # calls per candidate per round, at most
     graph_calls: int = 10      # calls captured per CUDA graph, at most
@@ -75,17 +75,20 @@ class WallTimer:
 
 
 def time_interleaved(fns: dict[str, list[Callable]], timer, cfg: TimingConfig | None = None,
-                     note: Callable[[str, str], None] | None = None) -> dict[str, Stats]:
+                     note: Callable[[str, str], None] | None = None, clock=None) -> dict[str, Stats]:
     """Time every candidate in `fns` (a list of callables over rotated inputs each) round by round,
     rotating the order each round (clock drift then spreads over all candidates instead of favouring
     whichever ran first). A candidate clearly out of the race after `keep_rounds` is not timed further:
-    its stats come from fewer rounds, which cannot change the winner."""
+    its stats come from fewer rounds, which cannot change the winner.
+    `clock` (a Counter) gathers the seconds of warm-up and capture ("prepare") and of the rounds ("timing")."""
     cfg = cfg or timer.cfg
     note = note or (lambda stage, pid: None)     # who runs now: a worker's parent blames a crash on it
     prepared = {}
+    t0 = time.perf_counter()
     for k, f in fns.items():
         note("prepare", k)
         prepared[k] = timer.prepare(f)
+    t1 = time.perf_counter()
     names = list(prepared)
     samples: dict[str, list[float]] = {k: [] for k in names}
     calls: dict[str, int] = {}
@@ -101,6 +104,9 @@ def time_interleaved(fns: dict[str, list[Callable]], timer, cfg: TimingConfig | 
             samples[k].append(us)
             calls[k] = n
     timer.release()
+    if clock is not None:
+        clock["prepare"] += t1 - t0
+        clock["timing"] += time.perf_counter() - t1
     return {k: summarize(samples[k], calls[k]) for k in names}
 
 

@@ -3,7 +3,12 @@
 Which modules a pipeline needs is FlashInfer's business, so we ask it: each distinct pipeline
 configuration runs once on a tiny problem with module loading intercepted; every module not yet
 compiled is collected instead of built, then all are built in one ninja run
-(flashinfer.jit.build_jit_specs). Repeat until a pass finds nothing new."""
+(flashinfer.jit.build_jit_specs). Repeat until a pass finds nothing new.
+
+That one ninja run keeps its log in the JIT root, while loading a module later runs ninja in the
+module's own directory: finding no log entry there ("command line not found in log"), ninja would
+compile the whole module again, one module at a time (minutes per sweep on the H200). So the log
+entries are copied into each module's directory after the build (share_ninja_log)."""
 from __future__ import annotations
 
 import dataclasses
@@ -53,6 +58,8 @@ def _discover(reps, device: DeviceInfo) -> tuple[dict[str, object], int]:
 
     def intercept(spec):
         if spec.is_compiled:
+            # built by an earlier, interrupted prebuild: its log entries may still be in the root only
+            share_ninja_log(_jit_root(), [spec.build_dir])
             return original(spec)
         raise _Needs(spec)
 
@@ -73,6 +80,34 @@ def _discover(reps, device: DeviceInfo) -> tuple[dict[str, object], int]:
     finally:
         core.JitSpec.build_and_load = original
     return found, ran
+
+
+def _jit_root() -> Path:
+    from flashinfer.jit import env
+    return Path(env.FLASHINFER_JIT_DIR)
+
+
+def share_ninja_log(root: Path, build_dirs: list[Path]) -> int:
+    """Append the entries of `root`/.ninja_log for outputs under each build dir to that dir's own
+    .ninja_log (outputs are absolute paths in FlashInfer's ninja files, so the entries match).
+    Entries already there are not copied again. Returns how many entries were copied."""
+    try:
+        header, *entries = (root / ".ninja_log").read_text().splitlines()
+    except (OSError, ValueError):
+        return 0
+    copied = 0
+    for d in build_dirs:
+        prefix = str(Path(d).resolve()) + "/"
+        log = Path(d) / ".ninja_log"
+        have = set(log.read_text().splitlines()) if log.exists() else set()
+        mine = [e for e in entries if len(f := e.split("\t")) >= 5 and f[3].startswith(prefix) and e not in have]
+        if not mine:
+            continue
+        head = "" if have else header + "\n"
+        with open(log, "a") as f:
+            f.write(head + "\n".join(mine) + "\n")
+        copied += len(mine)
+    return copied
 
 
 def manifest_path() -> Path:
@@ -125,6 +160,7 @@ def prebuild(plan, device: DeviceInfo, say: Callable[[str], None] = print, max_p
         t = time.time()
         try:
             build_jit_specs([specs[k] for k in names], verbose=False)
+            share_ninja_log(_jit_root(), [specs[k].build_dir for k in names])
         except Exception as e:  # noqa: BLE001 (a module that cannot build fails its pipelines later)
             say(f"JIT: parallel build failed ({type(e).__name__}: {str(e)[:300]}); building one by one")
             for k in names:

@@ -19,7 +19,7 @@ from dispatcher.table import Timing, rank
 
 from .harness import time_interleaved
 from .inputs import kv_bytes, make_inputs, relative_error, rotated, working_bytes
-from .runners import runnable
+from .runners import build_rotated, runnable
 from .store import Store, result_row, timings
 from .tactics import canonical, space_size, tune
 
@@ -104,7 +104,8 @@ def _error_text(e: BaseException) -> str:
 
 
 # where a sweep's time goes, printed after it: what to speed up next
-STAGES = {"jit": "JIT build", "inputs": "inputs and fp32 reference", "check": "build + accuracy check", "timing": "timed rounds",
+STAGES = {"jit": "JIT build", "inputs": "inputs and fp32 reference", "check": "build + accuracy check",
+          "prepare": "warm-up + graph capture", "timing": "timed rounds",
           "store": "database", "worker": "worker start and messages"}
 
 
@@ -155,7 +156,7 @@ def measure_problem(p: AttentionProblem, pipes: list[Pipeline], device: DeviceIn
         note("check", pipe.id)
         try:
             with stage(clock, "check"):
-                built = [runner.build(pipe, xi) for xi in copies]
+                built = build_rotated(runner, pipe, copies)
                 err = relative_error(built[0](), x, pipe.fused_out_quant or pipe.out_quant)
         except Exception as e:  # noqa: BLE001 (a kernel failing is a result, not a sweep error)
             rows[pipe.id] = result_row(pipe, "failed", error=_error_text(e))
@@ -164,8 +165,7 @@ def measure_problem(p: AttentionProblem, pipes: list[Pipeline], device: DeviceIn
         fns[pipe.id], errs[pipe.id] = built, err
     if fns:
         try:
-            with stage(clock, "timing"):
-                stats = time_interleaved(fns, timer, note=note)
+            stats = time_interleaved(fns, timer, note=note, clock=clock)
         except Exception as e:  # noqa: BLE001
             stats, why = {}, _error_text(e)
             for pid in fns:

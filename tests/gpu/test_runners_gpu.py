@@ -83,3 +83,25 @@ def test_graph_sweep_records_h200_winners(device, tmp_path):
         ok = sorted((r["median_us"], r["pipeline"]) for r in o.rows if r["status"] == "ok")
         print(o.problem.batch_size, o.problem.kv_len, "winner", o.winner, ok[:4], flush=True)
         assert o.winner and ok and ok[0][0] > 0
+
+
+@pytest.mark.parametrize("kernel", ["fa2-tc", "fa3", "trtllm-xqa"])
+def test_rotated_copies_each_read_their_own_cache(kernel, device):
+    """The timing rotates through KV-cache copies; a runner sharing one plan between them must still
+    run each callable on its own copy (here the copies hold different values, so a mix-up shows)."""
+    from tuner.inputs import reference
+    from tuner.runners import build_rotated
+    p = PROBLEMS[1]                                  # decode, bf16 KV, fp8 out
+    pipe = next(c for c in candidates(load_registry(), p, device, False) if c.kernel == kernel)
+    runner, why = runnable(kernel, device)
+    if why:
+        pytest.skip(why)
+    x = make_inputs(p, "cuda")
+    other = dataclasses.replace(x, kv_cache=x.kv_cache.flip(0).contiguous())   # pages swapped round
+    other = dataclasses.replace(other, ref=reference(other))
+    fns = build_rotated(runner, pipe, [x, other])
+    fp8 = pipe.fused_out_quant or pipe.out_quant
+    budget = max_relerr(p.kv_dtype, p.out_dtype)
+    assert relative_error(fns[1]().clone(), other, fp8) <= budget
+    assert relative_error(fns[0]().clone(), x, fp8) <= budget
+    assert relative_error(fns[0]().clone(), other, fp8) > 0.3      # the copies really differ

@@ -24,6 +24,16 @@ class Runner(Protocol):
     def build(self, pipe: Pipeline, x: PagedInputs) -> Fn:
         """Plan once; the returned callable runs the whole pipeline (q-quant, kernel, out-quant)."""
 
+    # optional: build_rotated(pipe, copies) -> list[Fn], one callable per rotated copy of the inputs
+    # (a runner with a costly plan shares it between copies; see build_rotated below)
+
+
+def build_rotated(runner: Runner, pipe: Pipeline, copies: list[PagedInputs]) -> list[Fn]:
+    """One callable per rotated input copy: the runner's own build_rotated when it has one (a plan
+    shared by the copies), else one build per copy."""
+    own = getattr(runner, "build_rotated", None)
+    return own(pipe, copies) if own else [runner.build(pipe, xi) for xi in copies]
+
 
 # kernel id -> (module, attribute); imported on first use so the CPU never imports flashinfer code
 MODULES = {

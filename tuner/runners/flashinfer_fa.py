@@ -1,6 +1,7 @@
 """FlashInfer's FlashAttention kernels: fa2 (CUDA-core decode, fa2 prefill), fa2-tc (tensor-core
 decode) and fa3 (Hopper; decode runs as prefill with q_len 1), and cudnn through the same
-prefill wrapper. Planned once per problem (plan), run many times (run), graph-capturable."""
+prefill wrapper. Planned once per problem (plan), run many times (run), graph-capturable; the
+rotated copies of one problem's KV cache share one plan (they differ only in the cache tensor)."""
 from __future__ import annotations
 
 import torch
@@ -18,10 +19,25 @@ def _split(pipe: Pipeline) -> dict:
     return dict(fixed_split_size=n or None, disable_split_kv=bool(t.get("disable_split_kv", False)))
 
 
-class Fa2Decode(FlashInferRunner):
-    kernel, tensor_cores = "fa2", False
+class PlanOnce(FlashInferRunner):
+    """A runner whose `planned(pipe, x)` plans a wrapper and returns, for any rotated copy of `x`,
+    the callable running the pipeline on that copy's KV cache."""
+
+    def planned(self, pipe: Pipeline, x: PagedInputs):
+        raise NotImplementedError
 
     def build(self, pipe: Pipeline, x: PagedInputs):
+        return self.planned(pipe, x)(x)
+
+    def build_rotated(self, pipe: Pipeline, copies: list[PagedInputs]):
+        run_on = self.planned(pipe, copies[0])
+        return [run_on(xi) for xi in copies]
+
+
+class Fa2Decode(PlanOnce):
+    kernel, tensor_cores = "fa2", False
+
+    def planned(self, pipe: Pipeline, x: PagedInputs):
         import flashinfer
         no_sinks(x)
         p = x.problem
@@ -35,19 +51,19 @@ class Fa2Decode(FlashInferRunner):
                kv_data_type=TORCH_DTYPES[p.kv_dtype], o_data_type=model_dtype(x), sm_scale=x.sm_scale,
                **_split(pipe))
         kv_scales = dict(k_scale=x.k_scale, v_scale=x.v_scale) if p.kv_dtype == "fp8" else {}
-        return compose(None, lambda: w.run(x.q, x.kv_cache, out=kout, **kv_scales), post)
+        return lambda xi: compose(None, lambda: w.run(x.q, xi.kv_cache, out=kout, **kv_scales), post)
 
 
 class Fa2TcDecode(Fa2Decode):
     kernel, tensor_cores = "fa2-tc", True
 
 
-class PagedPrefill(FlashInferRunner):
+class PagedPrefill(PlanOnce):
     """BatchPrefillWithPagedKVCacheWrapper with one backend; serves decode too (q_len 1)."""
 
     backend = "fa2"
 
-    def build(self, pipe: Pipeline, x: PagedInputs):
+    def planned(self, pipe: Pipeline, x: PagedInputs):
         import flashinfer
         no_sinks(x)
         p = x.problem
@@ -70,16 +86,16 @@ class PagedPrefill(FlashInferRunner):
             scales["q_scale"] = q_scale
         if p.kv_dtype == "fp8":
             scales.update(k_scale=x.k_scale, v_scale=x.v_scale)
-        return compose(pre, lambda: w.run(q, x.kv_cache, out=kout, **scales), post)
+        return lambda xi: compose(pre, lambda: w.run(q, xi.kv_cache, out=kout, **scales), post)
 
 
-class Fa2(FlashInferRunner):
+class Fa2(PlanOnce):
     """fa2: CUDA-core decode for decode, the fa2 paged prefill kernel for prefill."""
 
     kernel = "fa2"
 
-    def build(self, pipe: Pipeline, x: PagedInputs):
-        return (_FA2_DECODE if x.problem.phase == "decode" else _FA2_PREFILL).build(pipe, x)
+    def planned(self, pipe: Pipeline, x: PagedInputs):
+        return (_FA2_DECODE if x.problem.phase == "decode" else _FA2_PREFILL).planned(pipe, x)
 
 
 class Fa3(PagedPrefill):
