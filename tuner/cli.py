@@ -72,6 +72,9 @@ def sweep(
     trials: Annotated[int, typer.Option(help="with --tactics optuna: trials per problem and kernel pipeline")] = 16,
     search: Annotated[str, typer.Option(help="grid: every grid point; adaptive: a coarse subset, then refine where winners change or are within noise")] = "grid",
     budget: Annotated[float, typer.Option(help="with --search adaptive: the fraction of each configuration's grid points to measure")] = 1 / 3,
+    devices: Annotated[Optional[str], typer.Option(help="sweep on several devices of this host: all, or a list such as 0,1 (cpu,cpu: CPU workers); one worker process per device")] = None,
+    ray: Annotated[Optional[str], typer.Option(help="send shards to Ray workers holding one GPU each: a cluster address, or 'local' (also: --ray alone) to start a local Ray instance")] = None,
+    shards: Annotated[Optional[int], typer.Option(help="with --ray: how many shards (default: two per worker)")] = None,
 ):
     """Measure every eligible pipeline per problem size on this host and store them (resumes).
 
@@ -83,6 +86,10 @@ def sweep(
         raise typer.BadParameter(f"--search {search!r} is not grid or adaptive")
     if not 0 < budget <= 1:
         raise typer.BadParameter(f"--budget {budget} is out of range; use a fraction in (0, 1], e.g. 0.33")
+    if (devices or ray) and search != "grid":
+        raise typer.BadParameter("--devices and --ray sweep the grid; drop --search adaptive (or run it on one device)")
+    if devices and ray:
+        raise typer.BadParameter("give --devices (this host) or --ray (a cluster), not both")
     req = library.SweepRequest(
         model=model, tps=csv(tp, int, "--tp"), phases=csv(phases, name="--phases"),
         kv_dtypes=csv(kv_dtypes, name="--kv-dtypes"), out_dtypes=csv(out_dtypes, name="--out-dtypes"),
@@ -94,6 +101,10 @@ def sweep(
                         deadline=time.time() + 60 * max_minutes if max_minutes is not None else None)
     from dispatcher.device import describe
     from .store import Store
+    if ray:
+        return _ray_sweep(req, problems, db, opts, ray, shards)
+    if devices:
+        return _devices_sweep(req, problems, db, opts, devices)
     dev = describe(req.device)
     explicit = _read_problems(problems) if problems else None
     total = len(explicit) if explicit is not None else len(library.sweep_problems(req, dev))   # bad options fail before the bar
@@ -120,6 +131,51 @@ def sweep(
         else:
             report = library.start_sweep(req, db, opts, on_problem=tick, say=say, search=search, budget=budget)
     _print_summary(report)
+
+
+def _devices_sweep(req, problems, db, opts, spec: str) -> None:
+    """tuner sweep --devices: a bar per device and one for the total."""
+    from dispatcher.dispatch import default_timing_mode
+    from .fleet import label, parse_devices
+    from .store import Store
+    devs = parse_devices(spec)
+    probs = _read_problems(problems) if problems else library.sweep_problems(req, devs[0])
+    mode = req.timing or default_timing_mode(devs[0])
+    Store(db).close()
+    with _bar() as bar:
+        total = bar.add_task("total", total=len(probs), now="")
+        per = {label(d): bar.add_task(label(d), total=None, now="") for d in devs}
+
+        def tick(o, name):
+            p = o.problem
+            bar.update(total, advance=1)
+            bar.update(per[name], advance=1, now=f"{p.phase} b={p.batch_size} q={p.q_len} kv={p.kv_len} "
+                                                 f"{p.kv_dtype}/{p.out_dtype} -> {escape(o.winner or '-')}")
+        report = library.run_on_devices(probs, devs, db, mode, opts, tick, lambda m: bar.console.print(escape(m)))
+        bar.update(total, completed=len(report.outcomes))
+    _print_summary(report)
+
+
+def _ray_sweep(req, problems, db, opts, address: str, shards: int | None) -> None:
+    """tuner sweep --ray: a bar over shards as Ray workers finish them."""
+    from .ray_sweep import ray_sweep
+    from .store import Store
+    Store(db).close()
+    probs = _read_problems(problems) if problems else None
+    with _bar() as bar:
+        task = bar.add_task("shards", total=None, now="")
+
+        def tick(done, total, what):
+            bar.update(task, total=total, completed=done, now=escape(what))
+        report = ray_sweep(req, probs, db, opts, None if address == "local" else address, shards, tick,
+                           lambda m: bar.console.print(escape(m)))
+    _print_summary(report)
+
+
+def _bar() -> Progress:
+    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    TextColumn("eta"), TimeRemainingColumn(), TextColumn("{task.fields[now]}"), console=err,
+                    transient=False)
 
 
 def _read_problems(path: str) -> list[AttentionProblem]:
@@ -152,6 +208,10 @@ def _print_summary(report) -> None:
     out.print(f"{len(report.outcomes)} problems, {report.measured} pipelines measured "
               f"({report.count('ok')} ok, {report.count('inaccurate')} inaccurate, {report.count('failed')} failed, "
               f"{report.count('unsupported')} unsupported), {resumed} already measured")
+    for note in report.notes:
+        out.print(escape(note))
+    if report.by_device:
+        out.print("per device: " + ", ".join(f"{k} {v} problems" for k, v in sorted(report.by_device.items())))
     if report.seconds:
         from .sweep import STAGES
         out.print("time: " + ", ".join(f"{STAGES.get(k, k)} {v:.1f} s" for k, v in report.seconds.most_common()))
@@ -355,6 +415,16 @@ def serve(host: Annotated[str, typer.Option(help="bind address (loopback by defa
     uvicorn.run(app, host=host, port=port, log_level=log_level)
 
 
+def _ray_flag(argv: list[str]) -> list[str]:
+    """`--ray` with no address means a local Ray instance (click options need a value)."""
+    out = list(argv)
+    for i, a in enumerate(out):
+        if a == "--ray" and (i + 1 == len(out) or out[i + 1].startswith("-")):
+            out.insert(i + 1, "local")
+            break
+    return out
+
+
 def main() -> None:
     """Run the CLI; a bad flag is one readable line and exit code 2 (click's usage box is not)."""
     from typer import Abort
@@ -362,8 +432,9 @@ def main() -> None:
         from typer._click.exceptions import UsageError
     except ImportError:
         from click.exceptions import UsageError
+    argv = _ray_flag(sys.argv[1:])
     try:
-        rc = app(standalone_mode=False)
+        rc = app(args=argv, standalone_mode=False)
     except UsageError as e:
         cmd = e.ctx.command_path if e.ctx else "tuner"
         err.print(f"[red]error:[/] {escape(e.format_message())} (see: {cmd} --help)", highlight=False, soft_wrap=True)

@@ -19,6 +19,11 @@ from .store import result_row
 
 
 def _worker(conn, device: DeviceInfo, mode: str) -> None:
+    import os
+    os.environ["SWITCHYARD_WORKER_DEVICE"] = device.torch_device if device.kind == "cuda" else f"cpu#{device.index}"
+    if device.kind == "cuda":
+        import torch
+        torch.cuda.set_device(device.index)     # streams, graphs and "cuda" tensors on this worker's GPU
     from .harness import make_timer
     from .sweep import measure_problem
     timer = make_timer(mode)

@@ -81,6 +81,30 @@ def run_problems(probs: list[AttentionProblem], dev: DeviceInfo, db, mode: str, 
         store.close()
 
 
+def run_on_devices(probs: list[AttentionProblem], devices: list[DeviceInfo], db, mode: str,
+                   opts: SweepOptions = SweepOptions(), on_problem=None, say=print) -> SweepReport:
+    """`tuner sweep --devices`: JIT prebuild once (the modules are shared), then tuner/fleet.py."""
+    from .fleet import sweep_devices
+    if dev_kinds := {d.kind for d in devices} - {"cuda", "cpu"}:
+        raise ValueError(f"--devices cannot sweep {', '.join(dev_kinds)} devices")
+    if devices[0].kind == "cpu" and mode != "wall":
+        raise ValueError(f"timing mode {mode!r} needs a CUDA device; the CPU is timed in 'wall' mode")
+    store = Store(db)
+    try:
+        registry = load_registry()
+        jit = {"seconds": 0.0}
+        if devices[0].kind == "cuda":
+            from .jit import prebuild
+            from .sweep import plan
+            jit = prebuild(plan(probs, devices[0], registry, opts.all_tactics), devices[0], say)
+        report = sweep_devices(probs, devices, store, mode, opts, registry, on_problem, say)
+        if jit["seconds"]:
+            report.seconds["jit"] += jit["seconds"]
+        return report
+    finally:
+        store.close()
+
+
 def _adaptive(probs, dev, store, db, timer, opts, registry, on_problem, budget, say) -> SweepReport:
     """tuner/adaptive.py over this grid, each chosen batch swept into the store like a grid sweep."""
     from dispatcher.dispatch import read_table

@@ -66,6 +66,8 @@ class SweepReport:
     outcomes: list[ProblemOutcome] = field(default_factory=list)
     stopped_early: bool = False        # the deadline came first; rerun to resume
     seconds: Counter = field(default_factory=Counter)   # wall time per stage (see STAGES)
+    notes: list[str] = field(default_factory=list)      # what the user should know (tuner/fleet.py: device groups)
+    by_device: Counter = field(default_factory=Counter) # problems measured per device (several devices)
 
     @property
     def measured(self) -> int:
@@ -105,7 +107,7 @@ def _error_text(e: BaseException) -> str:
 
 # where a sweep's time goes, printed after it: what to speed up next
 STAGES = {"jit": "JIT build", "inputs": "inputs and fp32 reference", "check": "build + accuracy check",
-          "prepare": "warm-up + graph capture", "timing": "timed rounds",
+          "prepare": "warm-up (+ graph capture)", "timing": "timed rounds",
           "store": "database", "worker": "worker start and messages"}
 
 

@@ -1,0 +1,241 @@
+"""One sweep over several devices of a host: a worker process per device (tuner/isolation.py), the
+problems in one queue, largest first, so the large problems spread evenly and the small ones fill
+in; the parent alone writes the store, one transaction per problem, as results arrive.
+
+Devices of one model share an environment (their decisions serve any GPU of that model) only if
+they agree: before the sweep every device times the same few calibration problems, and a device
+whose times differ from the first device of its model by more than the noise is kept apart, in an
+environment of its own named after it (it then sweeps the whole problem list itself)."""
+from __future__ import annotations
+
+import dataclasses
+import queue
+import statistics
+import threading
+import time
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from typing import Callable
+
+from dispatcher.device import DeviceInfo, describe
+from dispatcher.pipeline import Pipeline
+from dispatcher.problem import AttentionProblem
+
+from .inputs import kv_bytes
+from .isolation import IsolatedMeasurer
+from .store import Store
+from .sweep import ProblemOutcome, SweepOptions, SweepReport, _record, plan, stage
+
+HBM_BYTES_PER_S = 3e12       # roofline constants for ordering work only (H100/H200-class); never reported
+MATH_FLOPS_PER_S = 5e14
+CALIBRATION_PROBLEMS = 3
+CALIBRATION_PIPELINES = 4
+MIN_TOLERANCE = 0.03         # devices closer than this always agree (run-to-run drift on one GPU)
+
+
+def parse_devices(spec: str) -> list[DeviceInfo]:
+    """--devices: "all" (every CUDA device), or a list such as "0,1", "cuda:0,cuda:2" or "cpu,cpu"
+    (CPU workers: the whole loop without a GPU)."""
+    items = [s.strip().lower() for s in spec.split(",") if s.strip()]
+    if not items:
+        raise ValueError(f"--devices {spec!r} names no device; use all, a list such as 0,1, or cpu,cpu")
+    if items == ["all"]:
+        import torch
+        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if n == 0:
+            raise ValueError("--devices all needs CUDA devices and this host has none; "
+                             "for CPU workers pass --devices cpu,cpu")
+        return [describe(f"cuda:{i}") for i in range(n)]
+    out, seen = [], set()
+    for k, item in enumerate(items):
+        if item == "cpu":
+            out.append(dataclasses.replace(describe("cpu"), index=k))
+            continue
+        target = f"cuda:{item}" if item.isdigit() else item
+        if not target.startswith("cuda:") or not target[5:].isdigit():
+            raise ValueError(f"--devices entry {item!r} is not a GPU index (0), cuda:N, cpu or all")
+        if target in seen:
+            raise ValueError(f"--devices lists {target} twice; name each GPU once")
+        seen.add(target)
+        out.append(describe(target))
+    if len({d.kind for d in out}) > 1:
+        raise ValueError(f"--devices {spec!r} mixes CPU and GPU workers; sweep them separately")
+    return out
+
+
+def label(d: DeviceInfo) -> str:
+    return d.torch_device if d.kind == "cuda" else f"cpu#{d.index}"
+
+
+def est_seconds(p: AttentionProblem) -> float:
+    """A roofline guess of one call's time, to order the queue (largest first)."""
+    keys = p.kv_len * (0.5 if p.causal and p.q_len > 1 else 1.0)
+    flops = 4 * p.batch_size * p.q_len * keys * p.num_qo_heads * p.head_dim
+    return max(kv_bytes(p) / HBM_BYTES_PER_S, flops / MATH_FLOPS_PER_S)
+
+
+def largest_first(items: list[tuple[AttentionProblem, list[Pipeline]]]) -> list[tuple[AttentionProblem, list[Pipeline]]]:
+    return sorted(items, key=lambda it: est_seconds(it[0]) * len(it[1]), reverse=True)
+
+
+@dataclass
+class Calibration:
+    device: str
+    reference: str
+    ratio: float | None          # median over pipelines of this device's time / the reference's
+    tolerance: float
+    agrees: bool
+
+    def note(self) -> str:
+        if self.ratio is None:
+            return f"{self.device}: no calibration timing ran on both it and {self.reference}; sharing its environment"
+        verdict = "shares" if self.agrees else "kept apart from"
+        return (f"{self.device}: {self.ratio:.3f}x the time of {self.reference} on the calibration problems "
+                f"(noise {self.tolerance:.1%}); {verdict} its environment")
+
+
+def calibration_set(items: list[tuple[AttentionProblem, list[Pipeline]]]) -> list[tuple[AttentionProblem, list[Pipeline]]]:
+    """A few problems spread over the plan's sizes (quartiles of the cost order), a few pipelines each."""
+    ordered = largest_first([it for it in items if it[1]])
+    if not ordered:
+        return []
+    picks = sorted({int(q * (len(ordered) - 1)) for q in (0.25, 0.5, 0.75)})[:CALIBRATION_PROBLEMS]
+    return [(ordered[i][0], sorted(ordered[i][1], key=lambda pp: pp.id)[:CALIBRATION_PIPELINES]) for i in picks]
+
+
+def compare(ref_rows: list[dict], rows: list[dict], device: str, reference: str) -> Calibration:
+    """Agree when the median time ratio is within the measured noise (relative IQR of both, summed;
+    at least MIN_TOLERANCE)."""
+    ref = {r["pipeline"]: r for r in ref_rows if r["status"] == "ok" and r["median_us"]}
+    pairs = [(ref[r["pipeline"]], r) for r in rows if r["status"] == "ok" and r["median_us"] and r["pipeline"] in ref]
+    if not pairs:
+        return Calibration(device, reference, None, MIN_TOLERANCE, True)
+    ratio = statistics.median(b["median_us"] / a["median_us"] for a, b in pairs)
+    noise = statistics.median((a["spread_us"] or 0) / a["median_us"] + (b["spread_us"] or 0) / b["median_us"]
+                              for a, b in pairs)
+    tol = max(MIN_TOLERANCE, noise)
+    return Calibration(device, reference, ratio, tol, abs(ratio - 1) <= tol)
+
+
+@dataclass
+class Group:
+    """Devices sweeping one environment together."""
+    device: DeviceInfo            # as the environment records it
+    members: list[DeviceInfo]
+    env_id: int = 0
+    queue: deque = field(default_factory=deque)
+
+
+def _measure_each(workers: dict[str, IsolatedMeasurer], jobs: dict[str, list], opts) -> dict[str, list[list[dict]]]:
+    """Each device measures its list of (problem, pipes), one device after another: devices that
+    share a host's CPUs (or its PCIe and power budget) then do not disturb each other's calibration."""
+    return {name: [workers[name].measure(p, pipes, opts) for p, pipes in job] for name, job in jobs.items()}
+
+
+def calibrate(devices: list[DeviceInfo], workers: dict[str, IsolatedMeasurer], items, opts) -> tuple[list[Group], list[Calibration]]:
+    """Group the devices into environments (see the module docstring)."""
+    by_model: dict[str, list[DeviceInfo]] = {}
+    for d in devices:
+        by_model.setdefault(d.name, []).append(d)
+    cal = calibration_set(items)
+    multi = [d for ds in by_model.values() if len(ds) > 1 for d in ds]
+    rows = _measure_each(workers, {label(d): cal for d in multi}, opts) if cal and multi else {}
+    groups, verdicts = [], []
+    for name, ds in by_model.items():
+        ref, shared = ds[0], [ds[0]]
+        for d in ds[1:]:
+            c = compare([r for rs in rows[label(ref)] for r in rs], [r for rs in rows[label(d)] for r in rs],
+                        label(d), label(ref)) if cal else Calibration(label(d), label(ref), None, MIN_TOLERANCE, True)
+            verdicts.append(c)
+            if c.agrees:
+                shared.append(d)
+            else:
+                groups.append(Group(dataclasses.replace(d, name=f"{name} [{label(d)}]"), [d]))
+        groups.insert(0, Group(ref, shared))
+    return groups, verdicts
+
+
+def sweep_devices(problems: list[AttentionProblem], devices: list[DeviceInfo], store: Store, mode: str,
+                  opts: SweepOptions, registry, on_problem: Callable[[ProblemOutcome, str], None] | None = None,
+                  say: Callable[[str], None] = print) -> SweepReport:
+    """Sweep `problems` over `devices` into `store`; the report's notes say how devices were grouped."""
+    if opts.tactics == "optuna":
+        raise ValueError("--devices sweeps the grid of tactics (--tactics grid or default); "
+                         "run an optuna tactic search on one device")
+    planned = plan(problems, devices[0], registry, opts.all_tactics)
+    workers = {label(d): IsolatedMeasurer(d, mode, opts.candidate_timeout_s) for d in devices}
+    report = SweepReport(env_id=0)
+    try:
+        groups, verdicts = calibrate(devices, workers, planned, opts)
+        report.notes += [c.note() for c in verdicts]
+        for g in groups:
+            g.env_id = store.environment(g.device, mode)
+            todo = []
+            for p, pipes in planned:
+                done = store.measured_pipelines(g.env_id, p, opts.retry_failed)
+                left = [pp for pp in pipes if pp.id not in done]
+                if left:
+                    todo.append((p, left))
+                else:
+                    report.outcomes.append(ProblemOutcome(p, resumed=True))
+            g.queue.extend(largest_first(todo))
+        report.env_id = groups[0].env_id
+        report.notes.append("environments: " + "; ".join(
+            f"{g.device.name} <- {', '.join(label(d) for d in g.members)}" for g in groups))
+        _run_queues(groups, workers, store, opts, registry, planned, report, on_problem)
+    finally:
+        for w in workers.values():
+            w.close()
+    return report
+
+
+def _run_queues(groups, workers, store, opts, registry, planned, report, on_problem) -> None:
+    results: queue.Queue = queue.Queue()
+    lock = threading.Lock()
+    stop = threading.Event()
+    all_pipes = {p: pipes for p, pipes in planned}
+
+    def stopping() -> bool:
+        return stop.is_set() or (opts.deadline is not None and time.time() > opts.deadline) or bool(
+            opts.should_stop and opts.should_stop())
+
+    def work(g: Group, d: DeviceInfo):
+        name = label(d)
+        try:
+            while not stopping():
+                with lock:
+                    if not g.queue:
+                        break
+                    p, pipes = g.queue.popleft()
+                clock = Counter()
+                rows = workers[name].measure(p, pipes, opts, clock)
+                results.put(("rows", g, name, p, rows, clock))
+        except BaseException as e:  # noqa: BLE001 (the parent reports it; the other devices go on)
+            results.put(("error", g, name, e, None, None))
+        finally:
+            results.put(("done", g, name, None, None, None))
+
+    threads = [threading.Thread(target=work, args=(g, d), daemon=True) for g in groups for d in g.members]
+    for t in threads:
+        t.start()
+    running = len(threads)
+    try:
+        while running:
+            kind, g, name, p, rows, clock = results.get()
+            if kind == "done":
+                running -= 1
+            elif kind == "error":
+                report.notes.append(f"{name} stopped: {type(p).__name__}: {p}")
+            else:
+                report.seconds.update(clock)
+                with stage(report.seconds, "store"):
+                    winner = _record(p, all_pipes[p], rows, store, g.env_id, opts, registry, g.device)
+                o = ProblemOutcome(p, rows, winner)
+                report.outcomes.append(o)
+                report.by_device[name] += 1
+                if on_problem:
+                    on_problem(o, name)
+    except BaseException:
+        stop.set()                  # finish no new problem; what is recorded stays recorded
+        raise
+    report.stopped_early = any(g.queue for g in groups)
