@@ -80,7 +80,10 @@ class SweepReport:
 def free_bytes(device: DeviceInfo) -> int:
     if device.kind == "cuda":
         import torch
-        return torch.cuda.mem_get_info(device.index)[0]
+        # what the driver has free, plus what torch's caching allocator holds but no tensor uses
+        # (the timing no longer empties that cache at every capture, so the driver alone sees 0 free)
+        cached = torch.cuda.memory_reserved(device.index) - torch.cuda.memory_allocated(device.index)
+        return torch.cuda.mem_get_info(device.index)[0] + cached
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
 
 
@@ -128,6 +131,9 @@ def _inputs(p: AttentionProblem, device: DeviceInfo, seed: int):
     key = (p, device.torch_device, seed)
     if key not in _INPUTS:
         _INPUTS.clear()                 # free the previous problem's tensors before allocating
+        if device.kind == "cuda":
+            import torch
+            torch.cuda.empty_cache()    # once per problem: the next one may need all the memory, unfragmented
         x = make_inputs(p, device.torch_device, seed=seed)
         _INPUTS[key] = (x, rotated(x, rotation_copies(kv_bytes(p)) if device.kind == "cuda" else 1))
     return _INPUTS[key]

@@ -43,7 +43,7 @@ def test_pipeline_matches_the_reference(case, device):
     try:
         out = runner.build(pipe, x)()
         torch.cuda.synchronize()
-    except RuntimeError as e:
+    except (RuntimeError, ValueError) as e:     # ValueError: torch-sdpa's flash backend declines masks up front
         if pipe.kernel in ("torch-sdpa", "cudnn"):
             pytest.xfail(f"{pipe.kernel} declined: {str(e)[:200]}")   # recorded as failed by a sweep
         raise
