@@ -17,6 +17,7 @@ L2_BYTES = 60 * 2**20          # H100/H200 L2 (the rotation target below is a mu
 # a GPU-side wait queued before each timed replay (~50 us at H200 clocks): the start event and the
 # replay are then both queued before the GPU reaches them, so no host launch gap is timed
 LEAD_CYCLES = 100_000
+TIDY_BYTES = 2 * 2**30          # unused cached memory above which a capture first empties the cache
 
 
 class CudaTimer:
@@ -24,7 +25,7 @@ class CudaTimer:
         if mode not in ("graph", "eager"):
             raise ValueError(f"CUDA timing mode {mode!r} is not graph or eager")
         self.mode, self.cfg = mode, cfg
-        self._keep, self._pool = [], None
+        self._keep = []
         self._a = torch.randn(1 << 18, device="cuda")
         self._b = torch.empty_like(self._a)
         self.next_us = self._baseline()
@@ -77,18 +78,19 @@ class CudaTimer:
         return timed
 
     def _capture(self, body):
-        """A CUDA graph of `body`, captured without torch.cuda.graph's set-up: that empties the
-        device and pinned-host caches at every capture, so each FlashInfer wrapper built after it
-        pays cudaMalloc / cudaHostAlloc again (milliseconds per pipeline, minutes per sweep).
-        The graphs of one problem share a memory pool: they replay one at a time, on one stream,
-        and none reads what another left behind."""
-        if self._pool is None:
-            self._pool = torch.cuda.graph_pool_handle()
+        """A CUDA graph of `body`, in its own memory pool as torch.cuda.graph makes it, but without
+        emptying the device and pinned-host caches at every capture: that made each FlashInfer
+        wrapper built afterwards pay cudaMalloc / cudaHostAlloc again (milliseconds per pipeline).
+        The device cache is still emptied when it holds much unused memory (a large problem's
+        warm-up temporaries): a graph's pool cannot use the general cache's free blocks, and on the
+        H200 a shared pool without this ran large problems out of memory (call 6, 2026-12-03)."""
+        if torch.cuda.memory_reserved() - torch.cuda.memory_allocated() > TIDY_BYTES:
+            torch.cuda.empty_cache()
         g = torch.cuda.CUDAGraph()
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
-            g.capture_begin(pool=self._pool)
+            g.capture_begin()
             try:
                 body()
             except BaseException:
@@ -115,7 +117,7 @@ class CudaTimer:
         return start.elapsed_time(end) * 1000.0
 
     def release(self) -> None:
-        self._keep, self._pool = [], None
+        self._keep = []
 
 
 def rotation_copies(kv_bytes: int) -> int:
