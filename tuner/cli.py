@@ -111,17 +111,13 @@ def sweep(
     if search == "adaptive":
         total = library.adaptive_total(explicit or library.sweep_problems(req, dev), budget)
     Store(db).close()                                                # so does a database we cannot use
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), TextColumn("{task.fields[now]}"),
-                  console=err, transient=False) as bar:
+    with _bar() as bar:
         task = bar.add_task("sweep", total=None, now="")
 
         def tick(o):
             if bar.tasks[task].total is None:
                 bar.update(task, total=tick.total)
-            p = o.problem
-            bar.update(task, advance=1, now=f"{p.phase} b={p.batch_size} q={p.q_len} kv={p.kv_len} "
-                                            f"{p.kv_dtype}/{p.out_dtype} -> {escape(o.winner or '-')}")
+            bar.update(task, advance=1, now=_outcome_line(o))
         tick.total = total
         say = lambda m: bar.console.print(escape(m))  # noqa: E731
         if explicit is not None:
@@ -136,7 +132,8 @@ def sweep(
 def _devices_sweep(req, problems, db, opts, spec: str) -> None:
     """tuner sweep --devices: a bar per device and one for the total."""
     from dispatcher.dispatch import default_timing_mode
-    from .fleet import label, parse_devices
+    from .fleet import parse_devices
+    from .isolation import label
     from .store import Store
     devs = parse_devices(spec)
     probs = _read_problems(problems) if problems else library.sweep_problems(req, devs[0])
@@ -147,10 +144,8 @@ def _devices_sweep(req, problems, db, opts, spec: str) -> None:
         per = {label(d): bar.add_task(label(d), total=None, now="") for d in devs}
 
         def tick(o, name):
-            p = o.problem
             bar.update(total, advance=1)
-            bar.update(per[name], advance=1, now=f"{p.phase} b={p.batch_size} q={p.q_len} kv={p.kv_len} "
-                                                 f"{p.kv_dtype}/{p.out_dtype} -> {escape(o.winner or '-')}")
+            bar.update(per[name], advance=1, now=_outcome_line(o))
         report = library.run_on_devices(probs, devs, db, mode, opts, tick, lambda m: bar.console.print(escape(m)))
         bar.update(total, completed=len(report.outcomes))
     _print_summary(report)
@@ -170,6 +165,11 @@ def _ray_sweep(req, problems, db, opts, address: str, shards: int | None) -> Non
         report = ray_sweep(req, probs, db, opts, None if address == "local" else address, shards, tick,
                            lambda m: bar.console.print(escape(m)))
     _print_summary(report)
+
+
+def _outcome_line(o) -> str:
+    p = o.problem
+    return f"{p.phase} b={p.batch_size} q={p.q_len} kv={p.kv_len} {p.kv_dtype}/{p.out_dtype} -> {escape(o.winner or '-')}"
 
 
 def _bar() -> Progress:
@@ -208,13 +208,16 @@ def _print_summary(report) -> None:
     out.print(f"{len(report.outcomes)} problems, {report.measured} pipelines measured "
               f"({report.count('ok')} ok, {report.count('inaccurate')} inaccurate, {report.count('failed')} failed, "
               f"{report.count('unsupported')} unsupported), {resumed} already measured")
+    # one line each, never wrapped: scripts grep them
     for note in report.notes:
-        out.print(escape(note))
+        out.print(escape(note), soft_wrap=True)
     if report.by_device:
-        out.print("per device: " + ", ".join(f"{k} {v} problems" for k, v in sorted(report.by_device.items())))
+        out.print("per device: " + ", ".join(f"{k} {v} problems" for k, v in sorted(report.by_device.items())),
+                  soft_wrap=True)
     if report.seconds:
         from .sweep import STAGES
-        out.print("time: " + ", ".join(f"{STAGES.get(k, k)} {v:.1f} s" for k, v in report.seconds.most_common()))
+        out.print("time: " + ", ".join(f"{STAGES.get(k, k)} {v:.1f} s" for k, v in report.seconds.most_common()),
+                  soft_wrap=True)
 
 
 @app.command()

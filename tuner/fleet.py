@@ -22,7 +22,7 @@ from dispatcher.pipeline import Pipeline
 from dispatcher.problem import AttentionProblem
 
 from .inputs import kv_bytes
-from .isolation import IsolatedMeasurer
+from .isolation import IsolatedMeasurer, label
 from .store import Store
 from .sweep import ProblemOutcome, SweepOptions, SweepReport, _record, plan, stage
 
@@ -61,10 +61,6 @@ def parse_devices(spec: str) -> list[DeviceInfo]:
     if len({d.kind for d in out}) > 1:
         raise ValueError(f"--devices {spec!r} mixes CPU and GPU workers; sweep them separately")
     return out
-
-
-def label(d: DeviceInfo) -> str:
-    return d.torch_device if d.kind == "cuda" else f"cpu#{d.index}"
 
 
 def est_seconds(p: AttentionProblem) -> float:

@@ -18,9 +18,14 @@ from dispatcher.problem import AttentionProblem
 from .store import result_row
 
 
+def label(d: DeviceInfo) -> str:
+    """How a worker's device is named in progress, reports and $SWITCHYARD_WORKER_DEVICE."""
+    return d.torch_device if d.kind == "cuda" else f"cpu#{d.index}"
+
+
 def _worker(conn, device: DeviceInfo, mode: str) -> None:
     import os
-    os.environ["SWITCHYARD_WORKER_DEVICE"] = device.torch_device if device.kind == "cuda" else f"cpu#{device.index}"
+    os.environ["SWITCHYARD_WORKER_DEVICE"] = label(device)
     if device.kind == "cuda":
         import torch
         torch.cuda.set_device(device.index)     # streams, graphs and "cuda" tensors on this worker's GPU
