@@ -33,8 +33,11 @@ class TimingConfig:
     round_s: float = 0.004     # each candidate's calls in one round last at least this long
     max_calls: int = 200       # calls per candidate per round, at most
     graph_calls: int = 10      # calls captured per CUDA graph, at most
-    replay_us: float = 2000.0  # ... fewer for long calls: enough that one replay lasts about this long
-    keep_rounds: int = 3       # after this many rounds, a candidate far behind stops being timed
+    replay_us: float = 1000.0  # ... fewer for long calls: enough that one replay lasts about this long
+    # After this many rounds a candidate far behind stops being timed: on the H200 (2026-12-03 call 6)
+    # 58% of the timed candidates were over 1.5x the problem's best, and their rounds took 72% of the
+    # GPU time in timed replays. One round already tells them apart: replay noise is a few percent.
+    keep_rounds: int = 1
     far_behind: float = 1.5    # ... when its fastest round is this much slower than the best median
 
 
@@ -53,10 +56,11 @@ class WallTimer:
     def __init__(self, cfg: TimingConfig = TimingConfig()):
         self.cfg = cfg
 
-    def prepare(self, fns: list[Callable]) -> Callable[[], tuple[float, int]]:
-        """`fns` run the same pipeline on rotated input copies; calls cycle through them."""
-        for _ in range(self.cfg.warmup):
-            for f in fns:
+    def prepare(self, fns: list[Callable], first_warm: bool = False) -> Callable[[], tuple[float, int]]:
+        """`fns` run the same pipeline on rotated input copies; calls cycle through them.
+        `first_warm`: fns[0] has run already (the accuracy check), so its first warm-up call is skipped."""
+        for i in range(self.cfg.warmup):
+            for f in fns[1 if first_warm and i == 0 else 0:]:
                 f()
         t0 = time.perf_counter()
         fns[0]()
@@ -75,19 +79,21 @@ class WallTimer:
 
 
 def time_interleaved(fns: dict[str, list[Callable]], timer, cfg: TimingConfig | None = None,
-                     note: Callable[[str, str], None] | None = None, clock=None) -> dict[str, Stats]:
+                     note: Callable[[str, str], None] | None = None, clock=None,
+                     first_warm: bool = False) -> dict[str, Stats]:
     """Time every candidate in `fns` (a list of callables over rotated inputs each) round by round,
     rotating the order each round (clock drift then spreads over all candidates instead of favouring
     whichever ran first). A candidate clearly out of the race after `keep_rounds` is not timed further:
     its stats come from fewer rounds, which cannot change the winner.
-    `clock` (a Counter) gathers the seconds of warm-up and capture ("prepare") and of the rounds ("timing")."""
+    `clock` (a Counter) gathers the seconds of warm-up and capture ("prepare") and of the rounds ("timing").
+    `first_warm`: each candidate's first callable has run once already (see the timers' prepare)."""
     cfg = cfg or timer.cfg
     note = note or (lambda stage, pid: None)     # who runs now: a worker's parent blames a crash on it
     prepared = {}
     t0 = time.perf_counter()
     for k, f in fns.items():
         note("prepare", k)
-        prepared[k] = timer.prepare(f)
+        prepared[k] = timer.prepare(f, first_warm)
     t1 = time.perf_counter()
     names = list(prepared)
     samples: dict[str, list[float]] = {k: [] for k in names}
