@@ -127,8 +127,11 @@ class Table:
             ratio = predict([(x, t.median_us / r) for x, t, r in pts], here, monotone=False)
             if ratio is None:
                 continue
-            us = level.us * max(ratio.us, 1.0)
             near = sorted(pts, key=lambda xt: math.dist(xt[0], here))[: ratio.support]
+            # within the ratios measured nearby: at the grid's edges a plane through them extrapolates,
+            # and a swing there (a loser predicted ahead of every neighbour's winner) costs most
+            seen = [t.median_us / r for _, t, r in near]
+            us = level.us * max(min(max(ratio.us, min(seen)), max(seen)), 1.0)
             errs = [t.relerr for _, t, _ in near if t.relerr is not None]
             # the switch margin is the measured noise nearby (relative spread of the runs the fit used);
             # the fit's own misfit is not noise a measurement would show

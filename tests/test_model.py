@@ -63,3 +63,19 @@ def test_a_tight_accuracy_budget_excludes_the_xqa_fp8_kernel():
     assert Dispatcher(t, H200).choose(p).kernel == "trtllm-xqa"
     tight = Dispatcher(t, H200, max_relerr=0.01).choose(p)
     assert tight.kernel == "fa2-tc" and "over the 0.01 relative-error budget: trtllm-xqa" in tight.reason
+
+
+def test_past_the_measured_edge_a_loser_is_not_extrapolated_ahead():
+    # FA2-TC closes in on XQA as the batch grows (1.5x, 1.3x, 1.1x slower at batch 1, 2, 4), but
+    # is slower at every measured size: at batch 16 a plane through those ratios would put it ahead
+    t = Table()
+    for b, ratio in ((1, 1.5), (2, 1.3), (4, 1.1)):
+        for kv in (1024, 2048, 4096):
+            p = small(**SCOUT, batch_size=b, kv_len=kv)
+            t.add(p, Timing(XQA, 100.0, 0.1, 0.003))
+            t.add(p, Timing(TC, 100.0 * ratio, 0.1, 0.003))
+    far = small(**SCOUT, batch_size=16, kv_len=2048)
+    pred = {x.pipeline.id: x.median_us for x in t.predicted(far)}
+    assert pred[TC.id] >= 1.09 * pred[XQA.id]       # no faster than measured nearby (1.1x)
+    d = Dispatcher(t, H200).choose(far)
+    assert d.source == "learned" and d.kernel == "trtllm-xqa"
