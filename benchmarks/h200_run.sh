@@ -8,6 +8,7 @@
 #   2. the GPU tests, one test per pipeline (skipped with NOTESTS=1);
 #   3. the sweep until BUDGET_S is nearly spent (it resumes from heuristics.db next call).
 # usage: BUDGET_S=540 [DB=heuristics.db] [NOTESTS=1] [NOAOT=1: a cold JIT] [SAVE_AOT=1] [FLEET=1: --devices all] \
+#        [PREBUILD_MARGIN=120: seconds of the budget kept from the JIT step for the rest] \
 #        bash benchmarks/h200_run.sh [extra sweep args, e.g. --tp 4]
 set -uo pipefail
 t0=$(date +%s); budget=${BUDGET_S:-540}
@@ -20,7 +21,7 @@ aot=/tmp/site/flashinfer/data/aot
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee $OUT/env.txt
 sweep=(python3 -m tuner sweep --model llama4-scout --device cuda --db "${DB:-heuristics.db}" "$@")
 echo "+ ${sweep[*]} --max-minutes 0   (JIT prebuild)" | tee $OUT/sweep.log
-timeout $(( $(left) - 120 )) "${sweep[@]}" --max-minutes 0 2>&1 | tee -a $OUT/sweep.log
+timeout $(( $(left) - ${PREBUILD_MARGIN:-120} )) "${sweep[@]}" --max-minutes 0 2>&1 | tee -a $OUT/sweep.log
 echo "prebuild done at $(( $(date +%s) - t0 )) s" | tee -a $OUT/sweep.log
 new_so=$(cd /tmp/fiws/.cache/flashinfer/*/*/cached_ops 2>/dev/null && ls */*.so 2>/dev/null)
 [ -n "${SAVE_AOT:-}" ] && [ -n "$new_so" ] && (cd /tmp/fiws/.cache/flashinfer/*/*/cached_ops && tar cJf /tmp/new-aot.txz $new_so) && split -b 15M /tmp/new-aot.txz $OUT/new-aot.txz.part-
