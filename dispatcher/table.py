@@ -60,6 +60,24 @@ def rank(timings: Iterable[Timing], budget: float, prefer: str | None = None,
     return Ranking(winner, runner, tie, tuple(sorted(over)), kept_rule)
 
 
+def one_bucket(bucket: AttentionProblem, measured: dict[AttentionProblem, dict[str, Timing]]) -> list[Timing]:
+    """One bucket's timings from the problems measured in it, comparable with each other: those of
+    the grid point itself (else of the problem with the most pipelines), then each pipeline measured
+    only at another problem, scaled by how the pipelines measured at both compare there. Unscaled,
+    a tactic measured at batch 3 would race defaults measured at batch 4 (25% more work) and win."""
+    order = sorted(measured, key=lambda p: (p != bucket, -len(measured[p])))
+    out = dict(measured[order[0]])
+    for p in order[1:]:
+        shared = [pid for pid in measured[p] if pid in out]
+        if not shared:
+            continue            # nothing to put it on the bucket's scale with
+        scale = math.exp(sum(math.log(out[pid].median_us / measured[p][pid].median_us) for pid in shared) / len(shared))
+        for pid, t in measured[p].items():
+            if pid not in out:
+                out[pid] = Timing(t.pipeline, t.median_us * scale, t.spread_us * scale, t.relerr)
+    return list(out.values())
+
+
 SUPPORT_NEAR = 3     # nearest measured buckets a pipeline must mostly have run at to be predicted
 
 
@@ -76,12 +94,19 @@ class Table:
 
     @classmethod
     def from_rows(cls, rows: Iterable) -> "Table":
-        """Rows of ok measurements, oldest environment first: a later one overrides an earlier one."""
-        t = cls()
+        """Rows of ok measurements, oldest environment first: a later one overrides an earlier one.
+        Several measured problems may share a bucket (a tactic search at batch 3 lands in the batch-4
+        bucket): see one_bucket for how they are put on one scale."""
+        exact: dict[AttentionProblem, dict[AttentionProblem, dict[str, Timing]]] = {}
         for r in rows:
-            p = AttentionProblem(**{f: r[f] for f in FIELDS}).bucket()
+            p = AttentionProblem(**{f: r[f] for f in FIELDS})
             pipe = Pipeline.from_row(r)
-            t.add(p, Timing(pipe, r["median_us"], r["spread_us"] or 0.0, r["relerr"]))
+            exact.setdefault(p.bucket(), {}).setdefault(p, {})[pipe.id] = \
+                Timing(pipe, r["median_us"], r["spread_us"] or 0.0, r["relerr"])
+        t = cls()
+        for bucket, measured in exact.items():
+            for timing in one_bucket(bucket, measured):
+                t.add(bucket, timing)
         return t
 
     def add(self, bucket: AttentionProblem, timing: Timing) -> None:

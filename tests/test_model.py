@@ -79,3 +79,24 @@ def test_past_the_measured_edge_a_loser_is_not_extrapolated_ahead():
     assert pred[TC.id] >= 1.09 * pred[XQA.id]       # no faster than measured nearby (1.1x)
     d = Dispatcher(t, H200).choose(far)
     assert d.source == "learned" and d.kernel == "trtllm-xqa"
+
+
+def _row(p, pipe: Pipeline, us: float) -> dict:
+    return {**p.to_dict(), **pipe.to_row(), "median_us": us, "spread_us": 0.5, "relerr": 0.003}
+
+
+def test_a_tactic_measured_at_a_smaller_problem_of_the_bucket_races_on_the_buckets_scale():
+    # the grid point (batch 4, kv 64k) and a tactic search at batch 3, kv 60000 share one bucket;
+    # at batch 3 the searched split (512) merely ties the default, 25% less work makes both faster
+    split = lambda n: Pipeline("fa2-tc", "bf16", "bf16", "bf16", tactic=(("fixed_split_size", n),))  # noqa: E731
+    bf16 = dict(SCOUT, kv_dtype="bf16", out_dtype="bf16")
+    grid, searched = small(**bf16, batch_size=4, kv_len=65536), small(**bf16, batch_size=3, kv_len=60000)
+    assert searched.bucket() == grid
+    rows = [_row(grid, split(0), 250.0), _row(grid, split(1024), 275.0),
+            _row(searched, split(0), 175.0), _row(searched, split(512), 178.0)]
+    t = Table.from_rows(rows)
+    got = {x.pipeline.id: x.median_us for x in t.timings(grid)}
+    assert got[split(0).id] == 250.0 and got[split(1024).id] == 275.0      # the grid point's own
+    assert math.isclose(got[split(512).id], 178.0 * 250 / 175)             # on the grid point's scale
+    d = Dispatcher(t, H200).choose(searched)
+    assert d.source == "measured" and d.pipeline == split(0).id
