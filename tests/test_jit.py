@@ -1,24 +1,30 @@
 """The JIT prebuild's ninja log hand-over, with the real ninja: after one parallel build of several
 modules, loading a module (ninja in its own directory) must find nothing to rebuild."""
+import os
 import shutil
 import subprocess
+import time
 
 import pytest
 
 from tuner.jit import share_ninja_log
 
-pytestmark = pytest.mark.skipif(shutil.which("ninja") is None, reason="ninja is not installed")
+pytestmark = pytest.mark.skipif(shutil.which("ninja") is None or shutil.which("cc") is None,
+                                reason="ninja or a C compiler is not installed")
 
 
 def _module(root, name):
-    """A module laid out as FlashInfer writes it: absolute output paths, its own build.ninja."""
+    """A module laid out as FlashInfer writes it: absolute output paths, its own build.ninja, and
+    FlashInfer's compile rule (header dependencies kept by ninja in .ninja_deps: deps = gcc)."""
     d = root / name
     d.mkdir(parents=True)
-    src = root.parent / f"{name}.src"
-    src.write_text(name)
+    src, hdr = root.parent / f"{name}.c", root.parent / f"{name}.h"
+    hdr.write_text(f"#define VALUE_{name} 1\n")
+    src.write_text(f'#include "{hdr}"\nint {name}(void) {{ return VALUE_{name}; }}\n')
     (d / "build.ninja").write_text(
-        "rule copy\n  command = cp $in $out\n"
-        f"build {d}/{name}.o: copy {src}\nbuild {d}/{name}.so: copy {d}/{name}.o\ndefault {d}/{name}.so\n")
+        "rule compile\n  command = cc -MMD -MF $out.d -fPIC -c $in -o $out\n  depfile = $out.d\n  deps = gcc\n"
+        "rule link\n  command = cc -shared $in -o $out\n"
+        f"build {d}/{name}.o: compile {src}\nbuild {d}/{name}.so: link {d}/{name}.o\ndefault {d}/{name}.so\n")
     return d
 
 
@@ -42,6 +48,17 @@ def test_without_the_log_a_module_load_rebuilds_everything(built):
     assert "no work to do" not in _ninja(mods[0], mods[0] / "build.ninja", "-n")
 
 
+def test_the_log_alone_is_not_enough_ninja_also_needs_the_header_deps(built):
+    # what the H200 showed (2026-12-03b call 3): with only the log copied, every load still
+    # recompiled its module, ninja finding no recorded header dependencies for its objects
+    root, mods = built
+    d = mods[0]
+    (d / ".ninja_log").write_text((root / ".ninja_log").read_text())
+    out = subprocess.run(["ninja", "-C", str(d), "-f", str(d / "build.ninja"), "-n", "-d", "explain"],
+                         capture_output=True, text=True, check=True)
+    assert "no work to do" not in out.stdout and "deps for" in out.stderr + out.stdout
+
+
 def test_shared_log_makes_each_module_load_a_no_op(built):
     root, mods = built
     assert share_ninja_log(root, mods) == 4
@@ -49,6 +66,12 @@ def test_shared_log_makes_each_module_load_a_no_op(built):
         assert "no work to do" in _ninja(d, d / "build.ninja", "-n")
     # a module's entries only: the other module's outputs are not in its log
     assert "xqa_decode" not in (mods[0] / ".ninja_log").read_text()
+    # and the handed-over dependencies are real: an edited header rebuilds its module, only that one
+    hdr = root.parent / "fa3_prefill.h"
+    hdr.write_text(hdr.read_text() + "/* edited */\n")
+    os.utime(hdr, (time.time() + 5, time.time() + 5))
+    assert "no work to do" not in _ninja(mods[0], mods[0] / "build.ninja", "-n")
+    assert "no work to do" in _ninja(mods[1], mods[1] / "build.ninja", "-n")
 
 
 def test_missing_root_log_copies_nothing(tmp_path):

@@ -7,13 +7,16 @@ compiled is collected instead of built, then all are built in one ninja run
 
 That one ninja run keeps its log in the JIT root, while loading a module later runs ninja in the
 module's own directory: finding no log entry there ("command line not found in log"), ninja would
-compile the whole module again, one module at a time (minutes per sweep on the H200). So the log
-entries are copied into each module's directory after the build (share_ninja_log)."""
+compile the whole module again, one module at a time (minutes per sweep on the H200). Its compile
+rules also record header dependencies (deps = gcc) in .ninja_deps, in the same directory: without
+a record, ninja rebuilds the object ("deps for ... are missing"). So after the build the log entries
+and the dependency records are handed to each module's directory (share_ninja_log)."""
 from __future__ import annotations
 
 import dataclasses
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import Callable
@@ -89,14 +92,16 @@ def _jit_root() -> Path:
 
 def share_ninja_log(root: Path, build_dirs: list[Path]) -> int:
     """Append the entries of `root`/.ninja_log for outputs under each build dir to that dir's own
-    .ninja_log (outputs are absolute paths in FlashInfer's ninja files, so the entries match).
-    Entries already there are not copied again. Returns how many entries were copied."""
+    .ninja_log (outputs are absolute paths in FlashInfer's ninja files, so the entries match), and
+    give it the root's .ninja_deps (binary, records by path: other modules' records are harmless).
+    Entries already there are not copied again. Returns how many log entries were copied."""
     try:
         header, *entries = (root / ".ninja_log").read_text().splitlines()
     except (OSError, ValueError):
         return 0
     copied = 0
     for d in build_dirs:
+        _share_deps(root / ".ninja_deps", Path(d) / ".ninja_deps")
         prefix = str(Path(d).resolve()) + "/"
         log = Path(d) / ".ninja_log"
         have = set(log.read_text().splitlines()) if log.exists() else set()
@@ -108,6 +113,16 @@ def share_ninja_log(root: Path, build_dirs: list[Path]) -> int:
             f.write(head + "\n".join(mine) + "\n")
         copied += len(mine)
     return copied
+
+
+def _share_deps(src: Path, dst: Path) -> None:
+    """The root's records replace the module's unless the module's are newer (a build of its own
+    since, which the root's would not know)."""
+    try:
+        if not dst.exists() or src.stat().st_mtime > dst.stat().st_mtime:
+            shutil.copy2(src, dst)
+    except OSError:
+        pass            # no records to hand over: the module's load rebuilds, slowly but correctly
 
 
 def manifest_path() -> Path:
@@ -149,6 +164,8 @@ def prebuild(plan, device: DeviceInfo, say: Callable[[str], None] = print, max_p
     reps = todo
     t0, built = time.time(), 0
     for n in range(max_passes):
+        # said before, not after: a module that rebuilds on load makes this step minutes long
+        say(f"JIT: loading {len(reps)} pipeline configurations to find the modules they need")
         specs, ran = _discover(reps, device)
         if not specs:
             say(f"JIT: all {len(reps)} pipeline configurations load ({built} modules built, {time.time() - t0:.0f} s)")
