@@ -22,12 +22,15 @@ def test_sweep_stores_real_timings_and_winners(swept_db):
     ms = rows(path, "select * from measurements")
     assert len(ms) == report.measured == 2 * len(report.outcomes)       # flash and math SDPA per problem
     assert all(m["status"] == "ok" and m["median_us"] > 0 and m["min_us"] <= m["median_us"] <= m["max_us"]
-               and m["reps"] >= 3 and 0 < m["relerr"] < 0.05 for m in ms)
+               and m["reps"] >= 1 and 0 < m["relerr"] < 0.05 for m in ms)
     ws = rows(path, "select * from winners")
     assert len(ws) == len(report.outcomes)
     for w in ws:      # the winner is the faster one unless the two tie within noise
-        times = {m["pipeline"]: m["median_us"] for m in ms if m["problem_key"] == w["problem_key"]}
+        mine = {m["pipeline"]: m for m in ms if m["problem_key"] == w["problem_key"]}
+        times = {k: m["median_us"] for k, m in mine.items()}
         assert w["tie"] or times[w["pipeline"]] == min(times.values())
+        # the winner ran every round (3 here); only a candidate 1.5x behind stops after the first
+        assert mine[w["pipeline"]]["reps"] >= 3
 
 
 def test_fp8_pipeline_quantizes_output_and_reports_it(swept_db):
