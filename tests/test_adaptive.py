@@ -62,3 +62,26 @@ def test_evaluate_replays_an_adaptive_search_beside_a_random_sample(swept_db):
     bad = subprocess.run([sys.executable, "-m", "tuner", "evaluate", "--db", str(swept_db[0]), "--adaptive", "1.5"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "budget fraction 1.5 is out of range" in bad.stderr
+
+
+def test_the_budget_favours_small_families_and_is_never_exceeded():
+    from tuner.adaptive import allocate
+    decode, prefill = {("decode", i): 91 for i in range(16)}, {("prefill", i): 22 for i in range(16)}
+    share = allocate(decode | prefill, 608)                   # a third of the llama4-scout grid
+    assert sum(share.values()) == 608
+    assert all(share[f] / 22 > 1.5 * share[d] / 91 for f in prefill for d in decode)   # a larger share
+    assert allocate({"tiny": 2, "big": 100}, 50) == {"tiny": 2, "big": 48}         # capped, rest moves on
+
+
+def test_a_small_family_beside_a_large_one_gets_enough_points_to_fit():
+    big = GRID + [small(batch_size=b, kv_len=kv) for b in (64, 128, 256) for kv in (64, 128, 256, 512, 1024, 2048)]
+    few = [small(phase="prefill", q_len=q, kv_len=q, batch_size=b) for b in (1, 4) for q in (64, 128, 256)]
+    table = Table()
+
+    def measure(ps):
+        for p in ps:
+            for pipe, us in synthetic(p).items():
+                table.add(p.bucket(), Timing(pipe, us, 0.01 * us, 0.001))
+    chosen = adaptive_sweep(big + few, measure, lambda: table, 1 / 3)
+    assert len(chosen) <= math.ceil(len(big + few) / 3)
+    assert sum(p.phase == "prefill" for p in chosen) >= 3       # a third of 6 would be 2

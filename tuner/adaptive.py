@@ -1,7 +1,10 @@
 """Adaptive sampling of a problem grid (`tuner sweep --search adaptive`): measure a spread-out
 coarse subset, then refine where the answer is in doubt, until a measurement budget is spent.
 
-Per family (everything but the sizes), the budget is a fraction of that family's grid points:
+The budget is a fraction of the whole grid, shared between families (everything but the sizes) in
+proportion to the square root of their sizes (allocate): a family of 22 prefill points given a third
+of them has too few neighbours for any fit, while a third of a 91-point decode family is plenty.
+Per family:
 - coarse: farthest-point sampling in log2(batch, q_len, kv_len), corners first, for half the budget;
 - refine: the unmeasured point whose nearest measured neighbours disagree on the winner, or where
   the learned model's best two pipelines are predicted within noise of each other, is measured
@@ -57,19 +60,37 @@ def doubt(p: AttentionProblem, table: Table) -> tuple:
     return (len(winners) > 1, within, -margin, gap)
 
 
+def allocate(sizes: dict[tuple, int], total: int) -> dict[tuple, int]:
+    """`total` points over families of these sizes, in proportion to sqrt(size), none over its size
+    and each at least one: what a capped family cannot take goes to the others."""
+    share = {f: 0 for f in sizes}
+    left, open_ = total, {f for f, n in sizes.items() if n > 0}
+    while left > 0 and open_:
+        weight = sum(math.sqrt(sizes[f]) for f in open_)
+        grant = {f: max(1, math.floor(left * math.sqrt(sizes[f]) / weight)) for f in open_}
+        for f in sorted(open_, key=lambda f: -sizes[f]):
+            g = min(grant[f], sizes[f] - share[f], left)
+            share[f] += g
+            left -= g
+        open_ = {f for f in open_ if share[f] < sizes[f]}
+    return share
+
+
 def adaptive_sweep(grid: list[AttentionProblem], measure: Callable[[list[AttentionProblem]], None],
                    measured: Callable[[], Table], fraction: float = 1 / 3,
                    say: Callable[[str], None] = lambda m: None) -> list[AttentionProblem]:
-    """Measure at most ceil(fraction x |family|) points of each family of `grid`; returns the points
-    chosen, in order. `measured()` reads back what the store holds (the table the model fits)."""
+    """Measure at most ceil(fraction x |grid|) points of `grid`, shared between its families (see
+    allocate); returns the points chosen, in order. `measured()` reads back what the store holds
+    (the table the model fits)."""
     if not 0 < fraction <= 1:
         raise ValueError(f"budget fraction {fraction} is out of range; use a fraction in (0, 1], e.g. 0.33")
     families: dict[tuple, list[AttentionProblem]] = defaultdict(list)
     for p in grid:
         families[p.family()].append(p)
     order = []
+    budgets = allocate({f: len(pts) for f, pts in families.items()}, math.ceil(fraction * len(grid)))
     for fam, pts in families.items():
-        budget = max(1, math.ceil(fraction * len(pts)))
+        budget = budgets[fam]
         held = measured()
         done = [p for p in pts if held.timings(p.bucket())]          # a resumed search counts them
         coarse = [p for p in farthest_first(pts, max(1, budget // 2)) if p not in done]

@@ -71,7 +71,7 @@ def sweep(
     tactics: Annotated[str, typer.Option(help="grid: time every declared tactic; default: the kernels' own only; optuna: search each kernel's tune space per problem")] = "grid",
     trials: Annotated[int, typer.Option(help="with --tactics optuna: trials per problem and kernel pipeline")] = 16,
     search: Annotated[str, typer.Option(help="grid: every grid point; adaptive: a coarse subset, then refine where winners change or are within noise")] = "grid",
-    budget: Annotated[float, typer.Option(help="with --search adaptive: the fraction of each configuration's grid points to measure")] = 1 / 3,
+    budget: Annotated[float, typer.Option(help="with --search adaptive: the fraction of the grid's points to measure (shared between configurations, the small ones getting a larger share)")] = 1 / 3,
     devices: Annotated[Optional[str], typer.Option(help="sweep on several devices of this host: all, or a list such as 0,1 (cpu,cpu: CPU workers); one worker process per device")] = None,
     ray: Annotated[Optional[str], typer.Option(help="send shards to Ray workers holding one GPU each: a cluster address, or 'local' (also: --ray alone) to start a local Ray instance")] = None,
     shards: Annotated[Optional[int], typer.Option(help="with --ray: how many shards (default: two per worker)")] = None,
