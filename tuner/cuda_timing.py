@@ -11,7 +11,7 @@ import statistics
 
 import torch
 
-from .harness import TimingConfig
+from .harness import TimingConfig, warm_up
 
 L2_BYTES = 60 * 2**20          # H100/H200 L2 (the rotation target below is a multiple of it)
 # a GPU-side wait queued before each timed replay (~50 us at H200 clocks): the start event and the
@@ -46,10 +46,7 @@ class CudaTimer:
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
-            for i in range(self.cfg.warmup):
-                for f in fns[1 if first_warm and i == 0 else 0:]:
-                    f()
-                    self.next_op()
+            warm_up(fns, self.cfg.warmup, first_warm, self.next_op)
         torch.cuda.current_stream().wait_stream(side)
         torch.cuda.synchronize()
         # long calls need fewer repeats per replay to time well: most of a sweep's GPU time is in them

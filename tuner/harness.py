@@ -48,6 +48,15 @@ def summarize(samples: list[float], calls: int) -> Stats:
                  reps=len(s) * calls)
 
 
+def warm_up(fns: list[Callable], passes: int, first_warm: bool, then: Callable[[], None] = lambda: None) -> None:
+    """`passes` passes over the copies (`then` after each call); with `first_warm`, fns[0]'s first
+    call is skipped: it has run already (the accuracy check)."""
+    for i in range(passes):
+        for f in fns[1 if first_warm and i == 0 else 0:]:
+            f()
+            then()
+
+
 class WallTimer:
     """CPU timing with perf_counter; calls per round calibrated so a round is long enough to time."""
 
@@ -59,9 +68,7 @@ class WallTimer:
     def prepare(self, fns: list[Callable], first_warm: bool = False) -> Callable[[], tuple[float, int]]:
         """`fns` run the same pipeline on rotated input copies; calls cycle through them.
         `first_warm`: fns[0] has run already (the accuracy check), so its first warm-up call is skipped."""
-        for i in range(self.cfg.warmup):
-            for f in fns[1 if first_warm and i == 0 else 0:]:
-                f()
+        warm_up(fns, self.cfg.warmup, first_warm)
         t0 = time.perf_counter()
         fns[0]()
         one = max(time.perf_counter() - t0, 1e-7)
