@@ -82,3 +82,26 @@ def test_sharing_twice_copies_nothing_new(built):
     root, mods = built
     share_ninja_log(root, mods)
     assert share_ninja_log(root, mods) == 0
+
+
+def test_a_long_build_reports_its_progress(tmp_path):
+    # the cold H200 build is ten silent minutes otherwise; here ninja compiles two modules while
+    # the reporter polls, and the count it reports is read from ninja's own log
+    from types import SimpleNamespace
+
+    from tuner.jit import build_progress
+    root = tmp_path / "cached_ops"
+    mods = [_module(root, n) for n in ("fa3_prefill", "xqa_decode")]
+    slow = root.parent / "slow.c"
+    slow.write_text("int slow(void) { return 0; }\n")
+    # a third, slow edge keeps the build running past a few polls
+    (root / "all.ninja").write_text("".join(f"subninja {d}/build.ninja\n" for d in mods)
+                                    + f"rule wait\n  command = sleep 0.6 && touch $out\nbuild {root}/late: wait\n")
+    specs = [SimpleNamespace(build_dir=d, sources=[f"{d.name}.c"]) for d in mods]
+    said = []
+    with build_progress(root, specs, said.append, every_s=0.1):
+        _ninja(root, root / "all.ninja")
+        time.sleep(0.3)
+    assert said, "no progress was reported during the build"
+    assert said[-1].startswith("4/4 files compiled (100%)")
+    assert all(m.split("/")[1].startswith("4 ") for m in said)

@@ -17,7 +17,9 @@ import dataclasses
 import json
 import os
 import shutil
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
@@ -115,6 +117,43 @@ def share_ninja_log(root: Path, build_dirs: list[Path]) -> int:
     return copied
 
 
+def compiled_outputs(root: Path, build_dirs: list[Path], since: int = 0) -> int:
+    """How many ninja log entries (past the first `since` lines) are outputs under the build dirs:
+    ninja appends one as each object or library finishes."""
+    try:
+        entries = (root / ".ninja_log").read_text().splitlines()[1 + since:]
+    except OSError:
+        return 0
+    prefixes = tuple(str(Path(d).resolve()) + "/" for d in build_dirs)
+    return sum(1 for e in entries if len(f := e.split("\t")) >= 5 and f[3].startswith(prefixes))
+
+
+@contextmanager
+def build_progress(root: Path, specs: list, say: Callable[[str], None], every_s: float = 30.0):
+    """Report, every `every_s` while the block runs, how many of the specs' files ninja has
+    compiled: the build is minutes long and silent otherwise."""
+    try:
+        since = max(0, len((root / ".ninja_log").read_text().splitlines()) - 1)
+    except OSError:
+        since = 0
+    dirs = [s.build_dir for s in specs]
+    total = sum(len(getattr(s, "sources", ())) + 1 for s in specs)  # objects + each module's link
+    stop, t0 = threading.Event(), time.time()
+
+    def watch():
+        while not stop.wait(every_s):
+            done = min(compiled_outputs(root, dirs, since), total)
+            say(f"{done}/{total} files compiled ({100 * done // max(total, 1)}%), {time.time() - t0:.0f} s")
+
+    thread = threading.Thread(target=watch, name="jit-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 def _share_deps(src: Path, dst: Path) -> None:
     """The root's records replace the module's unless the module's are newer (a build of its own
     since, which the root's would not know)."""
@@ -176,7 +215,8 @@ def prebuild(plan, device: DeviceInfo, say: Callable[[str], None] = print, max_p
             + (" ..." if len(names) > 6 else ""))
         t = time.time()
         try:
-            build_jit_specs([specs[k] for k in names], verbose=False)
+            with build_progress(_jit_root(), [specs[k] for k in names], lambda m: say(f"JIT pass {n + 1}: {m}")):
+                build_jit_specs([specs[k] for k in names], verbose=False)
             share_ninja_log(_jit_root(), [specs[k].build_dir for k in names])
         except Exception as e:  # noqa: BLE001 (a module that cannot build fails its pipelines later)
             say(f"JIT: parallel build failed ({type(e).__name__}: {str(e)[:300]}); building one by one")
