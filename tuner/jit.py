@@ -107,7 +107,7 @@ def share_ninja_log(root: Path, build_dirs: list[Path]) -> int:
         prefix = str(Path(d).resolve()) + "/"
         log = Path(d) / ".ninja_log"
         have = set(log.read_text().splitlines()) if log.exists() else set()
-        mine = [e for e in entries if len(f := e.split("\t")) >= 5 and f[3].startswith(prefix) and e not in have]
+        mine = [e for e in _entries_under(entries, (prefix,)) if e not in have]
         if not mine:
             continue
         head = "" if have else header + "\n"
@@ -124,8 +124,12 @@ def compiled_outputs(root: Path, build_dirs: list[Path], since: int = 0) -> int:
         entries = (root / ".ninja_log").read_text().splitlines()[1 + since:]
     except OSError:
         return 0
-    prefixes = tuple(str(Path(d).resolve()) + "/" for d in build_dirs)
-    return sum(1 for e in entries if len(f := e.split("\t")) >= 5 and f[3].startswith(prefixes))
+    return len(_entries_under(entries, tuple(str(Path(d).resolve()) + "/" for d in build_dirs)))
+
+
+def _entries_under(entries: list[str], prefixes: tuple[str, ...]) -> list[str]:
+    """ninja log lines (start, end, mtime, output, hash) whose output lies under a prefix."""
+    return [e for e in entries if len(f := e.split("\t")) >= 5 and f[3].startswith(prefixes)]
 
 
 @contextmanager
