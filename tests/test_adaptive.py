@@ -85,3 +85,30 @@ def test_a_small_family_beside_a_large_one_gets_enough_points_to_fit():
     chosen = adaptive_sweep(big + few, measure, lambda: table, 1 / 3)
     assert len(chosen) <= math.ceil(len(big + few) / 3)
     assert sum(p.phase == "prefill" for p in chosen) >= 3       # a third of 6 would be 2
+
+
+def test_a_search_stopped_early_says_so_and_measures_nothing_more():
+    table, calls, said = Table(), [], []
+
+    def measure(ps):
+        calls.append(list(ps))
+        for p in ps:
+            for pipe, us in synthetic(p).items():
+                table.add(p.bucket(), Timing(pipe, us, 0.01 * us, 0.001))
+    out = adaptive_sweep(GRID, measure, lambda: table, 1 / 3, said.append, stopped=lambda: len(calls) >= 2)
+    assert len(calls) == 2 and out == []                     # the coarse batch and one refinement, then stop
+    assert len(said) == 1 and "stopped early" in said[0] and "again to resume" in said[0]
+
+
+def test_an_adaptive_sweep_runs_all_its_batches_in_one_worker(tmp_path, cpu, monkeypatch):
+    # each refinement batch is a sweep of its own; a worker each cost the H200 run 173 of its 268 s
+    from tuner.isolation import IsolatedMeasurer
+    from tuner.library import run_problems
+    from tuner.sweep import SweepOptions
+    starts, real_start = [], IsolatedMeasurer._start
+    monkeypatch.setattr(IsolatedMeasurer, "_start", lambda self: (starts.append(1), real_start(self)))
+    grid = [small(batch_size=b, kv_len=kv) for b in (1, 2, 4) for kv in (64, 128, 256, 512)]
+    report = run_problems(grid, cpu, tmp_path / "a.db", "wall", SweepOptions(isolate=True), say=lambda m: None,
+                          search="adaptive", budget=0.5)
+    assert len(report.outcomes) == 6 and report.count("ok") > 0
+    assert len(starts) == 1

@@ -78,10 +78,12 @@ def allocate(sizes: dict[tuple, int], total: int) -> dict[tuple, int]:
 
 def adaptive_sweep(grid: list[AttentionProblem], measure: Callable[[list[AttentionProblem]], None],
                    measured: Callable[[], Table], fraction: float = 1 / 3,
-                   say: Callable[[str], None] = lambda m: None) -> list[AttentionProblem]:
+                   say: Callable[[str], None] = lambda m: None,
+                   stopped: Callable[[], bool] = lambda: False) -> list[AttentionProblem]:
     """Measure at most ceil(fraction x |grid|) points of `grid`, shared between its families (see
     allocate); returns the points chosen, in order. `measured()` reads back what the store holds
-    (the table the model fits)."""
+    (the table the model fits); `stopped()` says the measuring stopped early (a deadline, a cancel):
+    the search ends there, and a rerun resumes it."""
     if not 0 < fraction <= 1:
         raise ValueError(f"budget fraction {fraction} is out of range; use a fraction in (0, 1], e.g. 0.33")
     families: dict[tuple, list[AttentionProblem]] = defaultdict(list)
@@ -96,7 +98,7 @@ def adaptive_sweep(grid: list[AttentionProblem], measure: Callable[[list[Attenti
         coarse = [p for p in farthest_first(pts, max(1, budget // 2)) if p not in done]
         measure(coarse)
         chosen = done + coarse
-        while len(chosen) < budget:
+        while len(chosen) < budget and not stopped():
             table = measured()
             rest = [p for p in pts if p not in chosen]
             if not rest:
@@ -104,8 +106,15 @@ def adaptive_sweep(grid: list[AttentionProblem], measure: Callable[[list[Attenti
             nxt = sorted(rest, key=lambda p: doubt(p.bucket(), table), reverse=True)[:min(STEP, budget - len(chosen))]
             measure(nxt)
             chosen += nxt
-        say(f"adaptive: {len(chosen)} of {len(pts)} points of {pts[0].phase} {pts[0].num_qo_heads}/"
-            f"{pts[0].num_kv_heads} page {pts[0].page_size} {pts[0].kv_dtype}/{pts[0].out_dtype}")
+        if stopped():
+            say(f"adaptive: stopped early in {_name(pts[0])}, {len(order)} points of earlier families done; "
+                "run the same command again to resume")
+            return order
+        say(f"adaptive: {len(chosen)} of {len(pts)} points of {_name(pts[0])}")
         order += chosen
     return order
+
+
+def _name(p: AttentionProblem) -> str:
+    return f"{p.phase} {p.num_qo_heads}/{p.num_kv_heads} page {p.page_size} {p.kv_dtype}/{p.out_dtype}"
 

@@ -196,22 +196,30 @@ def plan(problems: list[AttentionProblem], device: DeviceInfo, registry: dict[st
 
 def run_sweep(problems: list[AttentionProblem], device: DeviceInfo, store: Store, timer,
               opts: SweepOptions = SweepOptions(), registry: dict[str, KernelSpec] | None = None,
-              on_problem: Callable[[ProblemOutcome], None] | None = None) -> SweepReport:
-    """Measure every eligible, not yet measured pipeline of each problem; one transaction per problem."""
+              on_problem: Callable[[ProblemOutcome], None] | None = None, measurer=None) -> SweepReport:
+    """Measure every eligible, not yet measured pipeline of each problem; one transaction per problem.
+    With opts.isolate the pipelines run in `measurer` (an IsolatedMeasurer the caller keeps open over
+    several sweeps: an adaptive search sweeps many small batches) or, without one, in a worker of its own."""
     registry = registry or load_registry()
     env_id = store.environment(device, timer.mode)
     report = SweepReport(env_id)
-    measurer = None
-    if opts.isolate:
-        from .isolation import IsolatedMeasurer
-        measurer = IsolatedMeasurer(device, timer.mode, opts.candidate_timeout_s)
+    own = opts.isolate and measurer is None
+    if own:
+        measurer = isolated(device, timer.mode, opts)
     try:
-        _sweep_loop(problems, device, store, timer, opts, registry, on_problem, report, env_id, measurer)
+        _sweep_loop(problems, device, store, timer, opts, registry, on_problem, report, env_id,
+                    measurer if opts.isolate else None)
     finally:
         _INPUTS.clear()
-        if measurer is not None:
+        if own:
             measurer.close()
     return report
+
+
+def isolated(device: DeviceInfo, mode: str, opts: SweepOptions):
+    """A worker process for opts.isolate (started on its first problem); close() it when done."""
+    from .isolation import IsolatedMeasurer
+    return IsolatedMeasurer(device, mode, opts.candidate_timeout_s)
 
 
 def _sweep_loop(problems, device, store, timer, opts, registry, on_problem, report, env_id, measurer) -> None:
