@@ -111,9 +111,7 @@ def _adaptive(probs, dev, store, db, timer, opts, registry, on_problem, budget, 
     report = SweepReport(store.environment(dev, timer.mode))
     measurer = isolated(dev, timer.mode, opts) if opts.isolate else None
 
-    def measure(ps):
-        if report.stopped_early:
-            return
+    def measure(ps):   # adaptive_sweep asks stopped() after each batch, so none follows a stop
         part = run_sweep(ps, dev, store, timer, opts, registry, on_problem, measurer)
         report.outcomes += part.outcomes
         report.seconds.update(part.seconds)
