@@ -1,4 +1,5 @@
 import json
+import re
 import subprocess
 import sys
 
@@ -18,6 +19,8 @@ def test_sweep_decide_show_end_to_end(tmp_path):
     assert "winners" in r.stdout and "torch-sdpa[backend=" in r.stdout and "6 problems" in r.stdout
     # where the time went, the timed rounds among it (the worker process is the CLI's default)
     assert "time: " in r.stdout and "timed rounds" in r.stdout and "worker start and messages" in r.stdout
+    # the worker hands the warm-up stage's parts back too, shown inside it
+    assert re.search(r"warm-up \(\+ graph capture\) [\d.]+ s \([^)]*warm-up calls", r.stdout)
     again = tuner("sweep", "--model", "llama-3.1-8b", "--quick", "--phases", "decode", "--kv-dtypes", "fp8",
                   "--out-dtypes", "fp8", "--device", "cpu", "--db", db)
     assert "0 pipelines measured" in again.stdout and "6 already measured" in again.stdout

@@ -34,3 +34,25 @@ def test_first_warm_skips_only_the_first_copys_warm_up_call():
     again = []
     WallTimer(CFG).prepare([sleeper(0, again)])
     assert len(again) == 2                      # warm-up and the sizing call
+
+
+def test_the_warm_up_stage_is_split_into_its_parts_and_shown_inside_it():
+    from collections import Counter
+
+    from tuner.sweep import stage_line
+    clock = Counter()
+    # two copies sleeping 10 ms: the warm-up pass runs both (20 ms), the length estimate one (10 ms)
+    timer = WallTimer(CFG)
+    time_interleaved({"a": [sleeper(0.01, []), sleeper(0.01, [])]}, timer, clock=clock)
+    assert clock["prepare.warmup"] >= 0.02 and clock["prepare.estimate"] >= 0.01
+    assert clock["prepare"] >= clock["prepare.warmup"] + clock["prepare.estimate"]
+    line = stage_line(clock)
+    # the parts appear once, in parentheses right after their stage, largest first, not as stages of their own
+    assert line.startswith("time: ") and line.count("warm-up calls") == 1
+    assert "warm-up (+ graph capture) " in line
+    inner = line.split("warm-up (+ graph capture) ")[1].split(")")[0]
+    assert inner.index("warm-up calls") < inner.index("call-length estimate")
+    # a second problem starts from zero: the timer's parts were handed over, not kept
+    again = Counter()
+    time_interleaved({"a": [sleeper(0.001, [])]}, timer, clock=again)
+    assert again["prepare.warmup"] < 0.01

@@ -215,9 +215,8 @@ def _print_summary(report) -> None:
         out.print("per device: " + ", ".join(f"{k} {v} problems" for k, v in sorted(report.by_device.items())),
                   soft_wrap=True)
     if report.seconds:
-        from .sweep import STAGES
-        out.print("time: " + ", ".join(f"{STAGES.get(k, k)} {v:.1f} s" for k, v in report.seconds.most_common()),
-                  soft_wrap=True)
+        from .sweep import stage_line
+        out.print(stage_line(report.seconds), soft_wrap=True)
 
 
 @app.command()

@@ -11,7 +11,9 @@ import statistics
 
 import torch
 
-from .harness import TimingConfig, warm_up
+from collections import Counter
+
+from .harness import TimingConfig, part, warm_up
 
 L2_BYTES = 60 * 2**20          # H100/H200 L2 (the rotation target below is a multiple of it)
 # a GPU-side wait queued before each timed replay (~50 us at H200 clocks): the start event and the
@@ -25,10 +27,12 @@ class CudaTimer:
         if mode not in ("graph", "eager"):
             raise ValueError(f"CUDA timing mode {mode!r} is not graph or eager")
         self.mode, self.cfg = mode, cfg
+        self.parts: Counter = Counter()     # seconds per part of prepare (see harness.part)
         self._keep = []
         self._a = torch.randn(1 << 18, device="cuda")
         self._b = torch.empty_like(self._a)
         self.next_us = self._baseline()
+        self.parts.clear()
 
     def next_op(self) -> None:
         torch.mul(self._a, 1.0001, out=self._b)      # ~1 MB elementwise: a small next kernel
@@ -43,14 +47,17 @@ class CudaTimer:
         return lambda: ((lambda us, n: (max(us - self.next_us, 0.0), n))(*timed()))
 
     def _prepare_calls(self, fns, first_warm: bool):
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            warm_up(fns, self.cfg.warmup, first_warm, self.next_op)
-        torch.cuda.current_stream().wait_stream(side)
-        torch.cuda.synchronize()
+        with part(self.parts, "warmup"):
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                warm_up(fns, self.cfg.warmup, first_warm, self.next_op)
+            torch.cuda.current_stream().wait_stream(side)
+            torch.cuda.synchronize()
         # long calls need fewer repeats per replay to time well: most of a sweep's GPU time is in them
-        calls = max(1, min(self.cfg.graph_calls, math.ceil(self.cfg.replay_us / max(self._one_call_us(fns[0]), 1e-3))))
+        with part(self.parts, "estimate"):
+            one_us = self._one_call_us(fns[0])
+        calls = max(1, min(self.cfg.graph_calls, math.ceil(self.cfg.replay_us / max(one_us, 1e-3))))
         reps = max(1, math.ceil(calls / len(fns)))
         n = reps * len(fns)
 
@@ -61,7 +68,8 @@ class CudaTimer:
                     self.next_op()
 
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        run = self._capture(body) if self.mode == "graph" else body
+        with part(self.parts, "capture"):
+            run = self._capture(body) if self.mode == "graph" else body
 
         lead = self.mode == "graph"       # eager mode times the host's launches on purpose
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
@@ -57,6 +59,16 @@ def warm_up(fns: list[Callable], passes: int, first_warm: bool, then: Callable[[
             then()
 
 
+@contextmanager
+def part(parts: Counter, name: str):
+    """Seconds of one part of a timer's prepare ("prepare.<name>"): what the warm-up stage is made of."""
+    t = time.perf_counter()
+    try:
+        yield
+    finally:
+        parts[f"prepare.{name}"] += time.perf_counter() - t
+
+
 class WallTimer:
     """CPU timing with perf_counter; calls per round calibrated so a round is long enough to time."""
 
@@ -64,14 +76,17 @@ class WallTimer:
 
     def __init__(self, cfg: TimingConfig = TimingConfig()):
         self.cfg = cfg
+        self.parts: Counter = Counter()     # seconds per part of prepare (see part())
 
     def prepare(self, fns: list[Callable], first_warm: bool = False) -> Callable[[], tuple[float, int]]:
         """`fns` run the same pipeline on rotated input copies; calls cycle through them.
         `first_warm`: fns[0] has run already (the accuracy check), so its first warm-up call is skipped."""
-        warm_up(fns, self.cfg.warmup, first_warm)
-        t0 = time.perf_counter()
-        fns[0]()
-        one = max(time.perf_counter() - t0, 1e-7)
+        with part(self.parts, "warmup"):
+            warm_up(fns, self.cfg.warmup, first_warm)
+        with part(self.parts, "estimate"):
+            t0 = time.perf_counter()
+            fns[0]()
+            one = max(time.perf_counter() - t0, 1e-7)
         calls = max(1, min(self.cfg.max_calls, int(self.cfg.round_s / one)))
 
         def timed() -> tuple[float, int]:
@@ -120,6 +135,8 @@ def time_interleaved(fns: dict[str, list[Callable]], timer, cfg: TimingConfig | 
     if clock is not None:
         clock["prepare"] += t1 - t0
         clock["timing"] += time.perf_counter() - t1
+        clock.update(getattr(timer, "parts", {}))
+    getattr(timer, "parts", Counter()).clear()     # handed over: the next problem's parts start from zero
     return {k: summarize(samples[k], calls[k]) for k in names}
 
 

@@ -111,7 +111,19 @@ def _error_text(e: BaseException) -> str:
 # where a sweep's time goes, printed after it: what to speed up next
 STAGES = {"jit": "JIT build", "inputs": "inputs and fp32 reference", "check": "build + accuracy check",
           "prepare": "warm-up (+ graph capture)", "timing": "timed rounds",
-          "store": "database", "worker": "worker start and messages"}
+          "store": "database", "worker": "worker start and messages",
+          # parts of "prepare", shown inside it (harness.part)
+          "prepare.warmup": "warm-up calls", "prepare.estimate": "call-length estimate",
+          "prepare.capture": "graph capture + first replay"}
+
+
+def stage_line(seconds: Counter) -> str:
+    """'time: ...' with the stages largest first, each stage's parts in parentheses after it."""
+    def item(k: str, v: float) -> str:
+        parts = sorted(((p, x) for p, x in seconds.items() if p.startswith(k + ".")), key=lambda px: -px[1])
+        inner = f" ({', '.join(f'{STAGES.get(p, p)} {x:.1f} s' for p, x in parts)})" if parts else ""
+        return f"{STAGES.get(k, k)} {v:.1f} s{inner}"
+    return "time: " + ", ".join(item(k, v) for k, v in seconds.most_common() if "." not in k)
 
 
 @contextmanager
