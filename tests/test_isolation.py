@@ -49,3 +49,23 @@ def test_crash_hang_and_exception_fail_one_pipeline_each(tmp_path):
     again = subprocess.run([sys.executable, "-m", "tuner", "sweep", "--problems", str(probs), "--device", "cpu",
                             "--db", str(db)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert "0 pipelines measured" in again.stdout
+
+
+
+def test_the_worker_share_counts_the_warm_up_parts_once(monkeypatch, cpu):
+    # "worker" is what the worker's stages leave of the wall time; the warm-up stage's parts
+    # ("prepare.*") are inside "prepare", so subtracting them again shrank it (or made it negative)
+    import time
+    from collections import Counter
+
+    from tuner.isolation import IsolatedMeasurer
+
+    def measured(self, problem, pipes, opts, clock):
+        time.sleep(0.1)
+        clock.update({"prepare": 0.06, "prepare.warmup": 0.04, "prepare.capture": 0.02})
+        return []
+    monkeypatch.setattr(IsolatedMeasurer, "_measure", measured)
+    clock = Counter()
+    IsolatedMeasurer(cpu, "wall", 8).measure(small(), [], None, clock)
+    assert clock["prepare"] == 0.06 and clock["prepare.warmup"] == 0.04
+    assert 0.035 <= clock["worker"] <= 0.09, clock

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 
 import torch
-
-from collections import Counter
 
 from .harness import TimingConfig, part, warm_up
 
