@@ -333,6 +333,7 @@ def evaluate(db: Db = None, device: Dev = None,
                       f"{v['speedup_vs_vllm-2026']:.3f}x", f"{v['speedup_vs_vllm-2025']:.3f}x",
                       f"{v['slower_than_vllm-2026'] + v['slower_than_vllm-2025']}")
     out.print(t)
+    _print_worst(res["configs"])
     o = RichTable(title="best measured pipeline vs each rule's pick, all measured buckets (time ratio)")
     for c in ("configuration", "vllm-2026 gm", "max", "vllm-2025 gm", "max"):
         o.add_column(c)
@@ -341,6 +342,21 @@ def evaluate(db: Db = None, device: Dev = None,
         o.add_row(cfg, f"{a.get('geomean', float('nan')):.3f}x", f"{a.get('max', float('nan')):.2f}x",
                   f"{b.get('geomean', float('nan')):.3f}x", f"{b.get('max', float('nan')):.2f}x")
     out.print(o)
+
+
+def _print_worst(configs: dict, most: int = 10) -> None:
+    """The held-out shapes where the learned choice lost most: where to measure more densely."""
+    worst = sorted(((cfg, x) for cfg, ms in configs.items() for x in ms.get("learned", {}).get("worst", [])),
+                   key=lambda cx: -cx[1]["regret"])[:most]
+    if not worst:
+        return
+    w = RichTable(title=f"worst held-out choices of the learned model (top {len(worst)})")
+    for c in ("configuration", "shape", "regret", "chose", "best"):
+        w.add_column(c)
+    for cfg, x in worst:
+        w.add_row(cfg, x["shape"], f"{x['regret']:.3f}", escape(f"{x['chose']} {x['chose_us']:.1f} us"),
+                  escape(f"{x['best']} {x['best_us']:.1f} us"))     # pipeline ids hold [tactic=...]: not markup
+    out.print(w)
 
 
 @app.command()

@@ -126,6 +126,7 @@ def score(train: Table, full: Table, held: set, dev, methods) -> dict:
                 g[f"{m}:unmeasured"].append(1)
                 continue
             g[f"{m}:regret"].append(chosen.median_us / oracle.median_us)
+            g[f"{m}:misses"].append(_miss(b, chosen, oracle))
             for r, rt in rule_t.items():
                 if rt is not None:
                     g[f"{m}:vs:{r}"].append(rt.median_us / chosen.median_us)
@@ -134,12 +135,22 @@ def score(train: Table, full: Table, held: set, dev, methods) -> dict:
     return {c: summarize(g, methods) for c, g in sorted(rows.items())}
 
 
+WORST = 3     # held-out shapes listed per configuration: where the model misses, to look at
+
+
+def _miss(b, chosen: Timing, best: Timing) -> dict:
+    return {"shape": f"batch={b.batch_size} q_len={b.q_len} kv_len={b.kv_len}", "regret": chosen.median_us / best.median_us,
+            "chose": chosen.pipeline.id, "chose_us": chosen.median_us, "best": best.pipeline.id, "best_us": best.median_us}
+
+
 def summarize(g, methods) -> dict:
     out = {}
     for m in methods:
         reg = g[f"{m}:regret"]
+        worst = sorted((x for x in g[f"{m}:misses"] if x["regret"] > 1.0), key=lambda x: -x["regret"])[:WORST]
         out[m] = {"n": len(reg), "regret_geomean": geomean(reg), "regret_p95": p95(reg),
                   "regret_max": max(reg, default=float("nan")), "unmeasured_choice": len(g[f"{m}:unmeasured"]),
+                  "worst": worst,
                   **{f"speedup_vs_{r}": geomean(g[f"{m}:vs:{r}"]) for r in RULES},
                   **{f"slower_than_{r}": len(g[f"{m}:slower:{r}"]) for r in RULES},
                   **{f"worst_vs_{r}": max(g[f"{m}:slower:{r}"], default=1.0) for r in RULES}}

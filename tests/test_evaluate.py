@@ -1,0 +1,37 @@
+"""`tuner evaluate` on the shipped H200 measurements: held-out regret, the rules, and the worst misses."""
+import json
+import math
+import subprocess
+import sys
+
+from tests.conftest import ROOT, SHIPPED     # the autouse guard there checks it is never written
+
+
+def evaluate(*args):
+    return subprocess.run([sys.executable, "-m", "tuner", "evaluate", "--db", str(SHIPPED), "--device", "NVIDIA H200",
+                           "--seed", "0", *args], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "COLUMNS": "250"})
+
+
+def test_held_out_regret_and_the_worst_misses_on_the_shipped_h200_data():
+    r = evaluate("--json")
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads(r.stdout)
+    assert res["device"] == "NVIDIA H200" and 0 < res["held_out"] < res["buckets"]
+    for cfg, ms in res["configs"].items():
+        v = ms["learned"]
+        assert v["n"] > 0 and 1.0 <= v["regret_geomean"] <= v["regret_max"] and v["regret_p95"] <= v["regret_max"]
+        worst = v["worst"]
+        assert len(worst) <= 3 and [w["regret"] for w in worst] == sorted((w["regret"] for w in worst), reverse=True)
+        for w in worst:      # each miss is a held-out shape's measured times, not a prediction
+            assert w["regret"] > 1.0 and math.isclose(w["regret"], w["chose_us"] / w["best_us"])
+            assert w["chose"] != w["best"]
+        if v["regret_max"] > 1.0:
+            assert math.isclose(worst[0]["regret"], v["regret_max"])
+        if cfg.startswith("decode") and "kv=fp8" in cfg:
+            # the point of the project: FP8-KV decode on TRT-LLM kernels where the 2025 rule refused them
+            assert v["speedup_vs_vllm-2025"] > 1.3, (cfg, v)
+    table = evaluate()
+    assert table.returncode == 0, table.stderr[-2000:]
+    assert "worst held-out choices of the learned model" in table.stdout
+    assert "[enable_pdl=" in table.stdout or "[fixed_split_size=" in table.stdout    # tactics shown, not eaten as markup
