@@ -51,7 +51,6 @@ def test_crash_hang_and_exception_fail_one_pipeline_each(tmp_path):
     assert "0 pipelines measured" in again.stdout
 
 
-
 def test_the_worker_share_counts_the_warm_up_parts_once(monkeypatch, cpu):
     # "worker" is what the worker's stages leave of the wall time; the warm-up stage's parts
     # ("prepare.*") are inside "prepare", so subtracting them again shrank it (or made it negative)

@@ -95,8 +95,8 @@ class IsolatedMeasurer:
         finally:
             if clock is not None:
                 clock.update(staged)
-                # "prepare.*" are parts of "prepare" (harness.part), already inside its seconds
-                clock["worker"] += time.perf_counter() - t0 - sum(v for k, v in staged.items() if "." not in k)
+                from .sweep import stages
+                clock["worker"] += time.perf_counter() - t0 - sum(stages(staged).values())
 
     def _measure(self, problem, pipes, opts, clock: Counter) -> list[dict]:
         opts_safe = replace(opts, should_stop=None)      # callables (a job's cancel event) stay in the parent

@@ -117,13 +117,18 @@ STAGES = {"jit": "JIT build", "inputs": "inputs and fp32 reference", "check": "b
           "prepare.capture": "graph capture + first replay"}
 
 
+def stages(seconds: Counter) -> dict[str, float]:
+    """The stages without their parts ("prepare.warmup" is inside "prepare"): these add up to the time."""
+    return {k: v for k, v in seconds.items() if "." not in k}
+
+
 def stage_line(seconds: Counter) -> str:
     """'time: ...' with the stages largest first, each stage's parts in parentheses after it."""
     def item(k: str, v: float) -> str:
         parts = sorted(((p, x) for p, x in seconds.items() if p.startswith(k + ".")), key=lambda px: -px[1])
         inner = f" ({', '.join(f'{STAGES.get(p, p)} {x:.1f} s' for p, x in parts)})" if parts else ""
         return f"{STAGES.get(k, k)} {v:.1f} s{inner}"
-    return "time: " + ", ".join(item(k, v) for k, v in seconds.most_common() if "." not in k)
+    return "time: " + ", ".join(item(k, v) for k, v in sorted(stages(seconds).items(), key=lambda kv: -kv[1]))
 
 
 @contextmanager
