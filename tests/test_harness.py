@@ -56,3 +56,15 @@ def test_the_warm_up_stage_is_split_into_its_parts_and_shown_inside_it():
     again = Counter()
     time_interleaved({"a": [sleeper(0.001, [])]}, timer, clock=again)
     assert again["prepare.warmup"] < 0.01
+
+
+def test_a_cuda_graph_holds_whole_passes_over_the_copies_within_the_cap():
+    from tuner.harness import calls_per_graph
+    cfg = TimingConfig()                                 # at most 10 calls, a replay of ~1 ms
+    assert calls_per_graph(5.0, 8, cfg) == 8             # 8 small copies: one pass, not two (16 > 10)
+    assert calls_per_graph(5.0, 3, cfg) == 9             # three passes over 3 copies
+    assert calls_per_graph(5.0, 1, cfg) == 10
+    assert calls_per_graph(300.0, 2, cfg) == 4           # ~1 ms: 4 calls of 300 us, two passes
+    assert calls_per_graph(5000.0, 1, cfg) == 1          # a long call replays once
+    assert calls_per_graph(5000.0, 4, cfg) == 4          # ... but every copy is replayed
+    assert calls_per_graph(5.0, 12, TimingConfig(graph_calls=10)) == 12

@@ -12,7 +12,7 @@ from collections import Counter
 
 import torch
 
-from .harness import TimingConfig, part, warm_up
+from .harness import TimingConfig, calls_per_graph, part, warm_up
 
 L2_BYTES = 60 * 2**20          # H100/H200 L2 (the rotation target below is a multiple of it)
 # a GPU-side wait queued before each timed replay (~50 us at H200 clocks): the start event and the
@@ -47,18 +47,21 @@ class CudaTimer:
 
     def _prepare_calls(self, fns, first_warm: bool):
         with part(self.parts, "warmup"):
+            # graph mode: the capture's first replay runs every copy before any timed round, so only a
+            # pipeline that never ran needs an eager call first (lazy set-up must not happen inside a
+            # capture); the copies share that set-up (one plan, one workspace: see build_rotated)
+            passes, warm = (self.cfg.warmup, fns) if self.mode == "eager" else (0 if first_warm else 1, fns[:1])
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(side):
-                warm_up(fns, self.cfg.warmup, first_warm, self.next_op)
+                warm_up(warm, passes, first_warm and self.mode == "eager", self.next_op)
             torch.cuda.current_stream().wait_stream(side)
             torch.cuda.synchronize()
         # long calls need fewer repeats per replay to time well: most of a sweep's GPU time is in them
         with part(self.parts, "estimate"):
             one_us = self._one_call_us(fns[0])
-        calls = max(1, min(self.cfg.graph_calls, math.ceil(self.cfg.replay_us / max(one_us, 1e-3))))
-        reps = max(1, math.ceil(calls / len(fns)))
-        n = reps * len(fns)
+        n = calls_per_graph(one_us, len(fns), self.cfg)
+        reps = n // len(fns)
 
         def body():
             for _ in range(reps):

@@ -9,6 +9,7 @@ kernel (back-to-back launches of one PDL kernel overlap unrealistically); its ow
 the same way and subtracted."""
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections import Counter
@@ -31,10 +32,11 @@ class Stats:
 @dataclass(frozen=True)
 class TimingConfig:
     rounds: int = 7
-    warmup: int = 1            # passes over the rotated copies before timing (the capture replays once more)
+    warmup: int = 1            # passes over the rotated copies before timing (eager, wall); graph mode
+                               # warms through the capture's first replay instead (tuner/cuda_timing.py)
     round_s: float = 0.004     # each candidate's calls in one round last at least this long
     max_calls: int = 200       # calls per candidate per round, at most
-    graph_calls: int = 10      # calls captured per CUDA graph, at most
+    graph_calls: int = 10      # calls captured per CUDA graph, at most (unless there are more copies)
     replay_us: float = 1000.0  # ... fewer for long calls: enough that one replay lasts about this long
     # After this many rounds a candidate far behind stops being timed: on the H200 (2026-12-03 call 6)
     # 58% of the timed candidates were over 1.5x the problem's best, and their rounds took 72% of the
@@ -48,6 +50,15 @@ def summarize(samples: list[float], calls: int) -> Stats:
     q = statistics.quantiles(s, n=4, method="inclusive") if len(s) > 1 else [s[0]] * 3
     return Stats(median_us=statistics.median(s), min_us=s[0], max_us=s[-1], spread_us=q[2] - q[0],
                  reps=len(s) * calls)
+
+
+def calls_per_graph(one_us: float, copies: int, cfg: TimingConfig) -> int:
+    """Calls one CUDA graph replays: enough for about `replay_us`, at most `graph_calls`, in whole
+    passes over the rotated copies (each copy as often as the others). Never more than one pass when
+    a pass already reaches the cap: rounding up to two (8 copies: 16 calls for a cap of 10) doubled
+    every small problem's capture past the declared cap, and the host time of the capture with it."""
+    want = max(1, min(cfg.graph_calls, math.ceil(cfg.replay_us / max(one_us, 1e-3))))
+    return max(1, want // copies) * copies if want >= copies else copies
 
 
 def warm_up(fns: list[Callable], passes: int, first_warm: bool, then: Callable[[], None] = lambda: None) -> None:
