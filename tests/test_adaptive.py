@@ -59,6 +59,13 @@ def test_evaluate_replays_an_adaptive_search_beside_a_random_sample(swept_db):
     res = json.loads(r.stdout)
     assert res["measured"] < res["buckets"] and set(res) >= {"adaptive", "random"}
     assert all(v["regret_geomean"] >= 1.0 for v in res["adaptive"].values())
+    # the pooled figure over every held-out shape, beside the per-configuration count against 1.02
+    pooled = res["adaptive_overall"]
+    assert pooled["n"] == sum(v["n"] for v in res["adaptive"].values()) and pooled["configs"] == len(res["adaptive"])
+    assert min(v["regret_geomean"] for v in res["adaptive"].values()) <= pooled["regret_geomean"] \
+        <= max(v["regret_geomean"] for v in res["adaptive"].values())
+    assert pooled["configs_within_target"] == sum(v["regret_geomean"] <= 1.02 for v in res["adaptive"].values())
+    assert res["random_overall"]["n"] == sum(v["n"] for v in res["random"].values())
     bad = subprocess.run([sys.executable, "-m", "tuner", "evaluate", "--db", str(swept_db[0]), "--adaptive", "1.5"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "budget fraction 1.5 is out of range" in bad.stderr

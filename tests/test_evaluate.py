@@ -31,7 +31,15 @@ def test_held_out_regret_and_the_worst_misses_on_the_shipped_h200_data():
         if cfg.startswith("decode") and "kv=fp8" in cfg:
             # the point of the project: FP8-KV decode on TRT-LLM kernels where the 2025 rule refused them
             assert v["speedup_vs_vllm-2025"] > 1.3, (cfg, v)
+    # pooled over all held-out shapes: the geometric mean of all of them, exactly
+    for m, pooled in res["overall"].items():
+        vs = [ms[m] for ms in res["configs"].values()]
+        assert pooled["n"] == sum(v["n"] for v in vs) == res["held_out"]
+        assert math.isclose(math.log(pooled["regret_geomean"]) * pooled["n"],
+                            sum(v["n"] * math.log(v["regret_geomean"]) for v in vs))
+        assert pooled["regret_geomean"] <= 1.02 and pooled["regret_max"] == max(v["regret_max"] for v in vs)
     table = evaluate()
     assert table.returncode == 0, table.stderr[-2000:]
     assert "worst held-out choices of the learned model" in table.stdout
+    assert f"all held-out shapes, learned: regret gm {res['overall']['learned']['regret_geomean']:.4f}" in table.stdout
     assert "[enable_pdl=" in table.stdout or "[fixed_split_size=" in table.stdout    # tactics shown, not eaten as markup

@@ -315,9 +315,9 @@ def evaluate(db: Db = None, device: Dev = None,
     if train is not None or adaptive is not None:
         from .evaluate import evaluate_adaptive, evaluate_trained
         res = evaluate_trained(db, train, device) if train is not None else evaluate_adaptive(db, device, adaptive, seed)
-        for name in ("configs", "adaptive", "random"):
+        for name in ("configs", "adaptive", "random", "overall", "adaptive_overall", "random_overall"):
             if name in res:
-                res[name] = {c: v["learned"] for c, v in res[name].items()}
+                res[name] = {c: v["learned"] for c, v in res[name].items()} if "overall" not in name else res[name]["learned"]
         print(json.dumps(res, indent=1))
         return
     res = run_eval(db, device, holdout, seed)
@@ -333,6 +333,9 @@ def evaluate(db: Db = None, device: Dev = None,
                       f"{v['speedup_vs_vllm-2026']:.3f}x", f"{v['speedup_vs_vllm-2025']:.3f}x",
                       f"{v['slower_than_vllm-2026'] + v['slower_than_vllm-2025']}")
     out.print(t)
+    for m, v in res["overall"].items():
+        out.print(f"all held-out shapes, {m}: regret gm {v['regret_geomean']:.4f} over {v['n']}, max {v['regret_max']:.3f}; "
+                  f"{v['configs_within_target']} of {v['configs']} configurations within {v['target']}", soft_wrap=True)
     _print_worst(res["configs"])
     o = RichTable(title="best measured pipeline vs each rule's pick, all measured buckets (time ratio)")
     for c in ("configuration", "vllm-2026 gm", "max", "vllm-2025 gm", "max"):
