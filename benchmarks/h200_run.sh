@@ -3,7 +3,8 @@
 #   0. install FlashInfer modules compiled by an earlier call (.gpu/aot.txz: only the .so files,
 #      as FlashInfer's AOT directory, which it loads without running ninja; the whole JIT cache with
 #      objects is 62 MB, over what a call can carry);
-#   1. build every JIT module the sweep still needs, in parallel (tuner sweep --max-minutes 0), and
+#   1. build every JIT module the sweep still needs, in parallel (tuner sweep --max-minutes 0), install
+#      them as AOT modules on this machine (loaded without ninja from then on), and
 #      with SAVE_AOT=1 save any newly built .so files to $OUT (xz, 15 MiB parts;
 #      `cat new-aot.txz.part-* > .gpu/aot.txz` here, and later calls are warm even on a fresh machine);
 #   2. the GPU tests, one test per pipeline (skipped with NOTESTS=1);
@@ -26,9 +27,16 @@ timeout $(( $(left) - ${PREBUILD_MARGIN:-120} )) "${sweep[@]}" --max-minutes 0 2
 echo "prebuild done at $(( $(date +%s) - t0 )) s" | tee -a $OUT/sweep.log
 new_so=$(cd /tmp/fiws/.cache/flashinfer/*/*/cached_ops 2>/dev/null && ls */*.so 2>/dev/null)
 # only a finished build is worth carrying: a prebuild cut by its time box leaves some modules out
-# (2026-12-04 call 3 saved 1.8 MB of 28); xz on all cores so that the save fits after a cold build
+# (2026-12-04 call 3 saved 1.8 MB of 28); xz on all cores so that the save fits after a cold build;
+# entries aot/<module>/<module>.so, the layout step 0 unpacks (without the aot/ prefix the modules
+# landed flat in the AOT directory, where FlashInfer does not look)
 built=$(grep -c "pipeline configurations load\|verified earlier" $OUT/sweep.log)
-[ -n "${SAVE_AOT:-}" ] && [ -n "$new_so" ] && [ "$built" -gt 0 ] && (cd /tmp/fiws/.cache/flashinfer/*/*/cached_ops && XZ_OPT=-T0 tar cJf /tmp/new-aot.txz $new_so) && split -b 15M /tmp/new-aot.txz $OUT/new-aot.txz.part- && echo "AOT saved: $(ls $OUT/new-aot.txz.part-* | wc -l) parts at $(( $(date +%s) - t0 )) s" | tee -a $OUT/sweep.log
+[ -n "${SAVE_AOT:-}" ] && [ -n "$new_so" ] && [ "$built" -gt 0 ] && (cd /tmp/fiws/.cache/flashinfer/*/*/cached_ops && XZ_OPT=-T0 tar cJf /tmp/new-aot.txz --transform 's,^,aot/,' $new_so) && split -b 15M /tmp/new-aot.txz $OUT/new-aot.txz.part- && echo "AOT saved: $(ls $OUT/new-aot.txz.part-* | wc -l) parts at $(( $(date +%s) - t0 )) s" | tee -a $OUT/sweep.log
+# and load them from FlashInfer's AOT directory in every later process on this machine: the JIT path
+# reruns ninja's dependency scan at each load, and setup.sh reinstalls the tvm-ffi wheel every call
+# (fresh header mtimes: ninja then finds every object stale), so each module was compiled again
+# inside the sweep's worker, one at a time (2026-12-04b call C: ~250 s of a 413-s adaptive sweep)
+[ -n "$new_so" ] && [ "$built" -gt 0 ] && (cd /tmp/fiws/.cache/flashinfer/*/*/cached_ops && for f in $new_so; do mkdir -p $aot/${f%/*} && cp -n $f $aot/$f; done) && echo "AOT modules installed here: $(ls $aot | wc -l)" | tee -a $OUT/sweep.log
 [ -n "${SAVE_AOT:-}" ] && [ "$built" = 0 ] && echo "AOT not saved: the JIT build did not finish in this call" | tee -a $OUT/sweep.log
 if [ -z "${NOTESTS:-}" ] && [ "$(left)" -gt 150 ]; then
   echo "+ python3 -m pytest -m gpu tests/gpu -v -s --durations=10" | tee $OUT/gpu-tests.log
