@@ -105,3 +105,51 @@ def test_a_long_build_reports_its_progress(tmp_path):
     assert said, "no progress was reported during the build"
     assert said[-1].startswith("4/4 files compiled (100%)")
     assert all(m.split("/")[1].startswith("4 ") for m in said)
+
+
+def _reinstall(path, module):
+    """What pip does to a header it reinstalls: the same bytes, a fresh mtime (the outputs of the
+    module including it are first dated back, so that "newer" holds at any file-time granularity)."""
+    past = time.time() - 10
+    for f in [*module.glob("*.o"), *module.glob("*.so")]:
+        os.utime(f, (past, past))
+    path.write_text(path.read_text())
+
+
+def test_a_reinstalled_header_makes_its_module_out_of_date_and_one_parallel_run_fixes_it(built, monkeypatch):
+    # the H200 (2026-12-04b): setup.sh reinstalled tvm-ffi every call, and every module then
+    # compiled again at its first load, one at a time, inside the sweep's measuring
+    import tuner.jit as jit
+    root, mods = built
+    share_ninja_log(root, mods)
+    assert jit.out_of_date(mods) == []
+    _reinstall(root.parent / "fa3_prefill.h", mods[0])
+    assert jit.out_of_date(mods) == [mods[0]]
+    monkeypatch.setattr(jit, "_jit_root", lambda: root)
+    said = []
+    jit.rebuild([mods[0]], said.append)
+    assert jit.out_of_date(mods) == []
+    for d in mods:                                   # and a module load afterwards compiles nothing
+        assert "no work to do" in _ninja(d, d / "build.ninja", "-n")
+
+
+def test_the_verified_shortcut_first_rebuilds_what_went_stale_and_says_so(built, monkeypatch, tmp_path):
+    import json
+
+    import tuner.jit as jit
+    root, mods = built
+    share_ninja_log(root, mods)
+    manifest = tmp_path / "manifest.json"
+    monkeypatch.setattr(jit, "manifest_path", lambda: manifest)
+    monkeypatch.setattr(jit, "_jit_root", lambda: root)
+    manifest.write_text(json.dumps(["config-a"]))    # an older manifest: configurations only
+    assert jit._verified() == {"config-a"} and jit.refresh_verified(print) == 0
+    jit._remember_modules({str(d) for d in mods})
+    jit._remember({"config-b"})
+    assert jit._verified() == {"config-a", "config-b"}
+    said = []
+    assert jit.refresh_verified(said.append) == 0 and said == []      # all up to date: nothing said
+    _reinstall(root.parent / "xqa_decode.h", mods[1])
+    assert jit.refresh_verified(said.append) == 1
+    assert "1 modules built earlier are out of date" in said[0]
+    assert jit.out_of_date(mods) == [] and jit.refresh_verified(said.append) == 0

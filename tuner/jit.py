@@ -10,17 +10,24 @@ module's own directory: finding no log entry there ("command line not found in l
 compile the whole module again, one module at a time (minutes per sweep on the H200). Its compile
 rules also record header dependencies (deps = gcc) in .ninja_deps, in the same directory: without
 a record, ninja rebuilds the object ("deps for ... are missing"). So after the build the log entries
-and the dependency records are handed to each module's directory (share_ninja_log)."""
+and the dependency records are handed to each module's directory (share_ninja_log).
+
+A module compiled earlier can still be stale in ninja's eyes (a header rewritten since, with a fresh
+mtime): a compiled module is checked with ninja's dry run before it is trusted, in the discovery and
+in the shortcut that skips it (the manifest lists the modules too), and stale ones are rebuilt
+together, up front, like missing ones (out_of_date, rebuild)."""
 from __future__ import annotations
 
 import dataclasses
 import json
 import os
 import shutil
+import subprocess
 import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Callable
 
 from dispatcher.device import DeviceInfo
@@ -60,13 +67,20 @@ def _discover(reps, device: DeviceInfo) -> tuple[dict[str, object], int]:
     from flashinfer.jit import core
     original = core.JitSpec.build_and_load
     found: dict[str, object] = {}
+    seen: dict[str, bool] = {}       # compiled module dir -> up to date
 
     def intercept(spec):
+        if getattr(spec, "is_aot", False):
+            return original(spec)           # loaded as it is: no ninja runs for it
         if spec.is_compiled:
-            # built by an earlier, interrupted prebuild: its log entries may still be in the root only
-            share_ninja_log(_jit_root(), [spec.build_dir])
-            return original(spec)
-        raise _Needs(spec)
+            d = str(spec.build_dir)
+            if d not in seen:               # several configurations share a module: check it once
+                # built by an earlier, interrupted prebuild: its log entries may still be in the root only
+                share_ninja_log(_jit_root(), [spec.build_dir])
+                seen[d] = not out_of_date([spec.build_dir])
+            if seen[d]:
+                return original(spec)
+        raise _Needs(spec)                  # built with the others, in one parallel run
 
     core.JitSpec.build_and_load = intercept
     ran = 0
@@ -84,6 +98,7 @@ def _discover(reps, device: DeviceInfo) -> tuple[dict[str, object], int]:
                 pass
     finally:
         core.JitSpec.build_and_load = original
+    _remember_modules(set(seen) | {str(sp.build_dir) for sp in found.values()})
     return found, ran
 
 
@@ -168,6 +183,43 @@ def _share_deps(src: Path, dst: Path) -> None:
         pass            # no records to hand over: the module's load rebuilds, slowly but correctly
 
 
+def out_of_date(build_dirs) -> list[Path]:
+    """The module build dirs where ninja would compile something. Its dry run (-n) reads the same
+    log, dependency records and file times a module load would, and changes nothing. A header
+    rewritten with a fresh mtime (pip reinstalling tvm-ffi does) leaves every object that includes
+    it stale: each module would then be compiled again at its first load, one at a time, inside
+    the sweep's measuring (2026-12-04b on the H200: ~250 s of a 413-s adaptive sweep)."""
+    stale = []
+    for d in map(Path, build_dirs):
+        if not (d / "build.ninja").exists():
+            continue                       # gone (a cleared cache): discovery finds it again
+        r = subprocess.run(["ninja", "-n", "-C", str(d), "-f", str(d / "build.ninja")],
+                           capture_output=True, text=True)
+        if r.returncode != 0 or "no work to do" not in r.stdout:
+            stale.append(d)
+    return stale
+
+
+def rebuild(build_dirs: list[Path], say: Callable[[str], None]) -> None:
+    """Bring these modules up to date in one parallel ninja run (as FlashInfer's own parallel
+    build does: a root file of subninja lines; its outputs are absolute paths), with progress,
+    then hand the log entries to each module's directory (share_ninja_log)."""
+    root = _jit_root()
+    top = root / "switchyard-rebuild.ninja"
+    top.write_text("".join(f"subninja {Path(d) / 'build.ninja'}\n" for d in build_dirs))
+    jobs = os.environ.get("MAX_JOBS", "")
+    parts = [SimpleNamespace(build_dir=Path(d), sources=_objects(Path(d))) for d in build_dirs]
+    with build_progress(root, parts, lambda m: say(f"JIT rebuild: {m}")):
+        subprocess.run(["ninja", "-C", str(root), "-f", str(top), *(["-j", jobs] if jobs.isdigit() else [])],
+                       capture_output=True, text=True, check=True)
+    share_ninja_log(root, list(build_dirs))
+
+
+def _objects(d: Path) -> list[str]:
+    """The compile outputs a module's build.ninja declares (for the progress count)."""
+    return [ln for ln in (d / "build.ninja").read_text().splitlines() if ln.startswith("build ") and ".o:" in ln]
+
+
 def manifest_path() -> Path:
     """Beside FlashInfer's JIT cache, so that clearing the cache clears it too."""
     import flashinfer
@@ -175,19 +227,47 @@ def manifest_path() -> Path:
     return base / ".cache" / f"switchyard-jit-{flashinfer.__version__}.json"
 
 
-def _verified() -> set[str]:
+def _manifest() -> dict:
+    """{"configs": [...], "modules": [build dirs]}; an older manifest was the list of configs alone."""
     try:
-        return set(json.loads(manifest_path().read_text()))
+        m = json.loads(manifest_path().read_text())
     except (OSError, ValueError):
-        return set()
+        return {"configs": [], "modules": []}
+    return {"configs": m, "modules": []} if isinstance(m, list) else m
 
 
-def _remember(keys: set[str]) -> None:
+def _verified() -> set[str]:
+    return set(_manifest()["configs"])
+
+
+def _write_manifest(configs: set[str], modules: set[str]) -> None:
     path = manifest_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(sorted(keys | _verified())))
+    tmp.write_text(json.dumps({"configs": sorted(configs), "modules": sorted(modules)}))
     tmp.replace(path)
+
+
+def _remember(keys: set[str]) -> None:
+    m = _manifest()
+    _write_manifest(keys | set(m["configs"]), set(m["modules"]))
+
+
+def _remember_modules(dirs: set[str]) -> None:
+    if dirs:
+        m = _manifest()
+        _write_manifest(set(m["configs"]), dirs | set(m["modules"]))
+
+
+def refresh_verified(say: Callable[[str], None]) -> int:
+    """Before trusting the manifest: rebuild, in parallel, the modules ninja finds out of date.
+    Returns how many were rebuilt."""
+    stale = out_of_date(_manifest()["modules"])
+    if stale:
+        say(f"JIT: {len(stale)} modules built earlier are out of date (a source or header changed since): "
+            "rebuilding them together before any measuring")
+        rebuild(stale, say)
+    return len(stale)
 
 
 def prebuild(plan, device: DeviceInfo, say: Callable[[str], None] = print, max_passes: int = 4) -> dict:
@@ -202,8 +282,10 @@ def prebuild(plan, device: DeviceInfo, say: Callable[[str], None] = print, max_p
     known = _verified()
     todo = {k: v for k, v in reps.items() if repr(k) not in known}
     if not todo:
+        t0 = time.time()
+        n = refresh_verified(say)
         say(f"JIT: all {len(reps)} pipeline configurations were verified earlier ({manifest_path()})")
-        return {"modules": 0, "seconds": 0.0}
+        return {"modules": n, "seconds": time.time() - t0}
     reps = todo
     t0, built = time.time(), 0
     for n in range(max_passes):
