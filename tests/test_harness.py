@@ -1,4 +1,5 @@
 """The interleaved timing loop on real (sleeping) calls with the CPU wall-clock timer."""
+import dataclasses
 import time
 
 from tuner.harness import TimingConfig, WallTimer, time_interleaved
@@ -18,12 +19,13 @@ def test_a_far_slower_candidate_stops_after_the_first_round_and_the_ranking_hold
     calls = {"fast": [], "close": [], "slow": []}
     fns = {"fast": [sleeper(0.001, calls["fast"])], "close": [sleeper(0.0012, calls["close"])],
            "slow": [sleeper(0.004, calls["slow"])]}
-    stats = time_interleaved(fns, WallTimer(CFG))
     # the two close candidates are timed in every round, the one 4x behind in one round only
+    # (the drop before any round, tested below, is set out of reach here)
+    stats = time_interleaved(fns, WallTimer(dataclasses.replace(CFG, first_far_behind=100.0)))
     assert stats["fast"].reps == 5 and stats["close"].reps == 5   # one call per round: each is over round_s
     assert stats["slow"].reps == 1
     assert stats["fast"].median_us < stats["close"].median_us < stats["slow"].median_us
-    assert stats["slow"].median_us > 3000
+    assert stats["slow"].median_us > 3000 and len(calls["slow"]) == 3    # warm-up, estimate, one round
 
 
 def test_first_warm_skips_only_the_first_copys_warm_up_call():
@@ -68,3 +70,20 @@ def test_a_cuda_graph_holds_whole_passes_over_the_copies_within_the_cap():
     assert calls_per_graph(5000.0, 1, cfg) == 1          # a long call replays once
     assert calls_per_graph(5000.0, 4, cfg) == 4          # ... but every copy is replayed
     assert calls_per_graph(5.0, 12, TimingConfig(graph_calls=10)) == 12
+
+
+def test_a_candidate_far_behind_in_its_warm_up_is_not_timed_in_rounds_unless_its_call_is_short():
+    cfg = TimingConfig(rounds=5, warmup=1, round_s=0.0005, max_calls=3, keep_rounds=1, far_behind=2.5)
+    calls = {k: [] for k in ("fast", "close", "slow", "short_fast", "short_slow")}
+    fns = {"fast": [sleeper(0.002, calls["fast"])], "close": [sleeper(0.0024, calls["close"])],
+           "slow": [sleeper(0.010, calls["slow"])]}
+    stats = time_interleaved(fns, WallTimer(cfg))
+    # 5x behind in a call of 10 ms: warm-up and the length estimate only, its stats from the estimate
+    assert len(calls["slow"]) == 2 and stats["slow"].reps == 1 and stats["slow"].median_us > 9000
+    assert len(calls["fast"]) == 2 + 5 and stats["fast"].reps == 5 and stats["close"].reps == 5
+    # 4x behind, but in calls of 0.4 ms (under replay_us): a launch gap could be half of that,
+    # so it gets its first round before it is dropped
+    short = {"short_fast": [sleeper(0.0001, calls["short_fast"])], "short_slow": [sleeper(0.0004, calls["short_slow"])]}
+    s2 = time_interleaved(short, WallTimer(cfg))
+    assert len(calls["short_slow"]) == 3 and s2["short_slow"].reps == 1    # warm-up, estimate, one round
+    assert s2["short_fast"].median_us < s2["short_slow"].median_us

@@ -12,7 +12,7 @@ from collections import Counter
 
 import torch
 
-from .harness import TimingConfig, calls_per_graph, part, warm_up
+from .harness import Prepared, TimingConfig, calls_per_graph, part, warm_up
 
 L2_BYTES = 60 * 2**20          # H100/H200 L2 (the rotation target below is a multiple of it)
 # a GPU-side wait queued before each timed replay (~50 us at H200 clocks): the start event and the
@@ -37,13 +37,14 @@ class CudaTimer:
         torch.mul(self._a, 1.0001, out=self._b)      # ~1 MB elementwise: a small next kernel
 
     def _baseline(self) -> float:
-        timed = self._prepare_calls([lambda: None], False)
+        timed, _ = self._prepare_calls([lambda: None], False)
         return statistics.median(timed()[0] for _ in range(7))
 
-    def prepare(self, fns, first_warm: bool = False):
+    def prepare(self, fns, first_warm: bool = False) -> Prepared:
         """As WallTimer.prepare; a warm-up call of a large problem (one KV copy) costs milliseconds."""
-        timed = self._prepare_calls(list(fns), first_warm)
-        return lambda: ((lambda us, n: (max(us - self.next_us, 0.0), n))(*timed()))
+        timed, (us, n, replay) = self._prepare_calls(list(fns), first_warm)
+        return Prepared(lambda: ((lambda us, n: (max(us - self.next_us, 0.0), n))(*timed())),
+                        (max(us - self.next_us, 0.0), n, replay))
 
     def _prepare_calls(self, fns, first_warm: bool):
         with part(self.parts, "warmup"):
@@ -71,7 +72,11 @@ class CudaTimer:
 
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         with part(self.parts, "capture"):
-            run = self._capture(body) if self.mode == "graph" else body
+            if self.mode == "graph":
+                run, replay_us = self._capture(body)      # the warm-up replay, timed
+                first = (replay_us / n, n, replay_us)
+            else:
+                run, first = body, (one_us, 1, one_us)    # eager: the estimate call stands for it
 
         lead = self.mode == "graph"       # eager mode times the host's launches on purpose
 
@@ -83,7 +88,7 @@ class CudaTimer:
             end.record()
             end.synchronize()
             return start.elapsed_time(end) * 1000.0 / n, n
-        return timed
+        return timed, first
 
     def _capture(self, body):
         """A CUDA graph of `body`, in its own memory pool as torch.cuda.graph makes it, but without
@@ -109,10 +114,16 @@ class CudaTimer:
                 raise
             g.capture_end()
         torch.cuda.current_stream().wait_stream(side)
+        # the first replay is the warm-up; timed as a round is (the GPU kept busy while the host
+        # launches it), it also tells a candidate far out of the race (harness.out_of_the_race)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(LEAD_CYCLES)
+        start.record()
         g.replay()
-        torch.cuda.synchronize()
+        end.record()
+        end.synchronize()
         self._keep.append(g)                    # graphs live until release()
-        return g.replay
+        return g.replay, start.elapsed_time(end) * 1000.0
 
     def _one_call_us(self, f) -> float:
         """One eager call (and the next op): an estimate of a call's length, launch overhead included."""

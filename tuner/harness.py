@@ -43,6 +43,12 @@ class TimingConfig:
     # GPU time in timed replays. One round already tells them apart: replay noise is a few percent.
     keep_rounds: int = 1
     far_behind: float = 1.5    # ... when its fastest round is this much slower than the best median
+    # A candidate this much slower than the best in its warm-up replay (the capture's first replay;
+    # the length-estimate call on the CPU) is not timed in rounds at all: on the H200 (2026-12-04b)
+    # candidates over 3x behind took 28 of the 55 s of GPU time in timed replays, all of it in one
+    # round that only confirmed they lose. Only replays of at least replay_us count, where a launch
+    # gap of tens of microseconds in a first replay cannot make up the factor.
+    first_far_behind: float = 3.0
 
 
 def summarize(samples: list[float], calls: int) -> Stats:
@@ -50,6 +56,27 @@ def summarize(samples: list[float], calls: int) -> Stats:
     q = statistics.quantiles(s, n=4, method="inclusive") if len(s) > 1 else [s[0]] * 3
     return Stats(median_us=statistics.median(s), min_us=s[0], max_us=s[-1], spread_us=q[2] - q[0],
                  reps=len(s) * calls)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A candidate ready to time: `run()` times one round (us per call, calls); `first` is what its
+    warm-up replay measured (us per call, calls, the replay's whole length in us), when known."""
+    run: Callable[[], tuple[float, int]]
+    first: tuple[float, int, float] | None = None
+
+    def __call__(self) -> tuple[float, int]:
+        return self.run()
+
+
+def out_of_the_race(prepared: dict[str, Prepared], cfg: TimingConfig) -> set[str]:
+    """Candidates whose warm-up replay already puts them over first_far_behind x the best one."""
+    firsts = {k: p.first for k, p in prepared.items() if p.first is not None}
+    if len(prepared) < 2 or len(firsts) < len(prepared):
+        return set()
+    best = min(us for us, _, _ in firsts.values())
+    return {k for k, (us, _, replay) in firsts.items()
+            if replay >= cfg.replay_us and us > cfg.first_far_behind * best}
 
 
 def calls_per_graph(one_us: float, copies: int, cfg: TimingConfig) -> int:
@@ -89,7 +116,7 @@ class WallTimer:
         self.cfg = cfg
         self.parts: Counter = Counter()     # seconds per part of prepare (see part())
 
-    def prepare(self, fns: list[Callable], first_warm: bool = False) -> Callable[[], tuple[float, int]]:
+    def prepare(self, fns: list[Callable], first_warm: bool = False) -> Prepared:
         """`fns` run the same pipeline on rotated input copies; calls cycle through them.
         `first_warm`: fns[0] has run already (the accuracy check), so its first warm-up call is skipped."""
         with part(self.parts, "warmup"):
@@ -105,7 +132,7 @@ class WallTimer:
             for i in range(calls):
                 fns[i % len(fns)]()
             return (time.perf_counter() - t) / calls * 1e6, calls
-        return timed
+        return Prepared(timed, (one * 1e6, 1, one * 1e6))    # the estimate call is its first timing
 
     def release(self) -> None:
         pass
@@ -116,8 +143,9 @@ def time_interleaved(fns: dict[str, list[Callable]], timer, cfg: TimingConfig | 
                      first_warm: bool = False) -> dict[str, Stats]:
     """Time every candidate in `fns` (a list of callables over rotated inputs each) round by round,
     rotating the order each round (clock drift then spreads over all candidates instead of favouring
-    whichever ran first). A candidate clearly out of the race after `keep_rounds` is not timed further:
-    its stats come from fewer rounds, which cannot change the winner.
+    whichever ran first). A candidate clearly out of the race after `keep_rounds` is not timed further,
+    and one far out of it in its warm-up replay is not timed in rounds at all (out_of_the_race): its
+    stats come from fewer rounds, or from that replay alone, which cannot change the winner.
     `clock` (a Counter) gathers the seconds of warm-up and capture ("prepare") and of the rounds ("timing").
     `first_warm`: each candidate's first callable has run once already (see the timers' prepare)."""
     cfg = cfg or timer.cfg
@@ -131,7 +159,11 @@ def time_interleaved(fns: dict[str, list[Callable]], timer, cfg: TimingConfig | 
     names = list(prepared)
     samples: dict[str, list[float]] = {k: [] for k in names}
     calls: dict[str, int] = {}
-    active = list(names)
+    out = out_of_the_race(prepared, cfg)
+    for k in out:
+        us, calls[k], _ = prepared[k].first
+        samples[k].append(us)
+    active = [k for k in names if k not in out]
     for r in range(cfg.rounds):
         if r == cfg.keep_rounds and len(active) > 1:
             best = min(statistics.median(samples[k]) for k in active)
