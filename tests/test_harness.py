@@ -87,3 +87,15 @@ def test_a_candidate_far_behind_in_its_warm_up_is_not_timed_in_rounds_unless_its
     s2 = time_interleaved(short, WallTimer(cfg))
     assert len(calls["short_slow"]) == 3 and s2["short_slow"].reps == 1    # warm-up, estimate, one round
     assert s2["short_fast"].median_us < s2["short_slow"].median_us
+
+
+def test_a_fast_candidate_that_cannot_win_does_not_cut_the_race_short():
+    # an inaccurate kernel (over the accuracy budget) 5x faster than the rest: the accurate ones
+    # are still timed in every round against each other, not dropped against it
+    calls = {k: [] for k in ("inaccurate", "a", "b")}
+    fns = {"inaccurate": [sleeper(0.001, calls["inaccurate"])], "a": [sleeper(0.005, calls["a"])],
+           "b": [sleeper(0.0055, calls["b"])]}
+    stats = time_interleaved(fns, WallTimer(CFG), can_win={"a", "b"})
+    assert stats["a"].reps == stats["b"].reps == 5 and stats["a"].median_us < stats["b"].median_us
+    unguarded = time_interleaved(fns, WallTimer(CFG))          # without it both would be dropped
+    assert unguarded["a"].reps == unguarded["b"].reps == 1

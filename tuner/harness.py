@@ -69,12 +69,12 @@ class Prepared:
         return self.run()
 
 
-def out_of_the_race(prepared: dict[str, Prepared], cfg: TimingConfig) -> set[str]:
-    """Candidates whose warm-up replay already puts them over first_far_behind x the best one."""
+def out_of_the_race(prepared: dict[str, Prepared], cfg: TimingConfig, pace: set[str]) -> set[str]:
+    """Candidates whose warm-up replay already puts them over first_far_behind x the best of `pace`."""
     firsts = {k: p.first for k, p in prepared.items() if p.first is not None}
     if len(prepared) < 2 or len(firsts) < len(prepared):
         return set()
-    best = min(us for us, _, _ in firsts.values())
+    best = min(firsts[k][0] for k in pace)
     return {k for k, (us, _, replay) in firsts.items()
             if replay >= cfg.replay_us and us > cfg.first_far_behind * best}
 
@@ -140,14 +140,16 @@ class WallTimer:
 
 def time_interleaved(fns: dict[str, list[Callable]], timer, cfg: TimingConfig | None = None,
                      note: Callable[[str, str], None] | None = None, clock=None,
-                     first_warm: bool = False) -> dict[str, Stats]:
+                     first_warm: bool = False, can_win: set[str] | None = None) -> dict[str, Stats]:
     """Time every candidate in `fns` (a list of callables over rotated inputs each) round by round,
     rotating the order each round (clock drift then spreads over all candidates instead of favouring
     whichever ran first). A candidate clearly out of the race after `keep_rounds` is not timed further,
     and one far out of it in its warm-up replay is not timed in rounds at all (out_of_the_race): its
     stats come from fewer rounds, or from that replay alone, which cannot change the winner.
     `clock` (a Counter) gathers the seconds of warm-up and capture ("prepare") and of the rounds ("timing").
-    `first_warm`: each candidate's first callable has run once already (see the timers' prepare)."""
+    `first_warm`: each candidate's first callable has run once already (see the timers' prepare).
+    `can_win`: the candidates that may win (within the accuracy budget); only they set the pace the
+    others are dropped against, so a fast but inaccurate kernel cannot cut the race short."""
     cfg = cfg or timer.cfg
     note = note or (lambda stage, pid: None)     # who runs now: a worker's parent blames a crash on it
     prepared = {}
@@ -159,14 +161,15 @@ def time_interleaved(fns: dict[str, list[Callable]], timer, cfg: TimingConfig | 
     names = list(prepared)
     samples: dict[str, list[float]] = {k: [] for k in names}
     calls: dict[str, int] = {}
-    out = out_of_the_race(prepared, cfg)
+    pace = (can_win or set()) & set(names) or set(names)     # none can win: then all set it
+    out = out_of_the_race(prepared, cfg, pace)
     for k in out:
         us, calls[k], _ = prepared[k].first
         samples[k].append(us)
     active = [k for k in names if k not in out]
     for r in range(cfg.rounds):
         if r == cfg.keep_rounds and len(active) > 1:
-            best = min(statistics.median(samples[k]) for k in active)
+            best = min(statistics.median(samples[k]) for k in active if k in pace)   # the fastest stays
             active = [k for k in active if min(samples[k]) <= cfg.far_behind * best]
         shift = r % len(active)
         for k in active[shift:] + active[:shift]:
