@@ -44,8 +44,12 @@ class FastLayer:
         self.state = state
         if scope["method"] == "GET" and scope["path"] == DECISION_PATH:
             hit = self.queries.get(scope["query_string"])
-            if hit is not None:
-                dec = self.state.dispatchers.get(hit[1]).choose(hit[0])
+            try:
+                dec = self.state.dispatchers.get(hit[1]).choose(hit[0]) if hit is not None else None
+            except (ValueError, LookupError):   # its device gone after a reload: the route says so
+                self.queries.pop(scope["query_string"], None)
+                dec = None
+            if dec is not None:
                 self.state.metrics.decisions[dec.source] += 1
                 body = self.body(dec)
                 await send({"type": "http.response.start", "status": 200,

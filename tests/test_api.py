@@ -33,6 +33,18 @@ def test_invalid_problem_is_422_naming_the_field(server):
     assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "problems", 1, "kv_dtype"]
 
 
+def test_a_problem_no_kernel_can_serve_is_422_with_each_kernels_reason(server):
+    # found by the fuzz test: attention sinks on the CPU, where only torch SDPA runs, was a 500
+    r = httpx.get(f"{server}/v1/decision", params={**q(), "has_sinks": "true"})
+    assert r.status_code == 422, r.text
+    (err,) = r.json()["detail"]
+    assert err["loc"] == ["query"] and "no kernel can serve" in err["msg"]
+    assert "torch-sdpa: attention sinks not supported" in err["msg"]
+    r = httpx.post(f"{server}/v1/decisions", json={"problems": [q(), {**q(), "has_sinks": True}]})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "problems", 1]
+    assert httpx.get(f"{server}/v1/decision", params=q()).status_code == 200     # the daemon is fine
+
+
 def test_unknown_device_is_404_listing_known_ones(server):
     r = httpx.get(f"{server}/v1/decision", params={**q(), "device": "NVIDIA B200"})
     assert r.status_code == 404 and "it holds: CPU" in r.json()["detail"]
@@ -41,3 +53,27 @@ def test_unknown_device_is_404_listing_known_ones(server):
 def test_healthz_and_openapi(server):
     assert httpx.get(f"{server}/healthz").json()["status"] == "ok"
     assert "/v1/decision" in httpx.get(f"{server}/openapi.json").json()["paths"]
+
+
+def test_a_remembered_query_whose_device_went_away_gets_the_routes_answer_not_a_500(swept_db):
+    # the fast path (api/fast.py) answers a repeated query without parsing it; when its device is
+    # gone (a reload of another database), the route must answer, with its 404
+    import warnings
+
+    from fastapi.testclient import TestClient
+
+    from api.main import create_app
+
+    class Gone:
+        def get(self, device):
+            raise ValueError(f"no measurements for device {device!r}; it holds: nothing")
+
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    with TestClient(create_app(db=swept_db[0])) as c:
+        params = q(batch_size=3, kv_len=200)
+        assert c.get("/v1/decision", params=params).status_code == 200
+        assert c.get("/v1/decision", params=params).status_code == 200       # now from the fast path
+        real, c.app.state.dispatchers = c.app.state.dispatchers, Gone()
+        r = c.get("/v1/decision", params=params)
+        c.app.state.dispatchers = real                                       # for the shutdown
+        assert r.status_code == 404 and "it holds: nothing" in r.json()["detail"]

@@ -28,6 +28,11 @@ def device_error(e: ValueError) -> HTTPException:
     return HTTPException(404, detail=str(e))
 
 
+def unservable(e: LookupError, loc: list) -> HTTPException:
+    """A valid problem that no kernel on the device can run: each kernel's reasons, as a 422."""
+    return HTTPException(422, detail=[{"loc": loc, "msg": str(e), "type": "no_kernel"}])
+
+
 @router.get("/decision", response_model=DecisionPublic)
 def decision(q: Annotated[ProblemQuery, Query()], ds: DispatchersDep, request: Request):
     """The pipeline to run for one problem."""
@@ -36,6 +41,8 @@ def decision(q: Annotated[ProblemQuery, Query()], ds: DispatchersDep, request: R
         dec = ds.get(q.device).choose(problem)
     except ValueError as e:
         raise device_error(e) from None
+    except LookupError as e:
+        raise unservable(e, ["query"]) from None
     request.app.state.metrics.decisions[dec.source] += 1
     fast = request.app.state.fast
     if fast is not None:                 # the next identical query skips parsing (api/fast.py)
@@ -51,7 +58,12 @@ def decisions(body: DecisionsRequest, ds: DispatchersDep, request: Request):
         d = ds.get(body.device)
     except ValueError as e:
         raise device_error(e) from None
-    decs = [d.choose(p) for p in problems]
+    decs = []
+    for i, p in enumerate(problems):
+        try:
+            decs.append(d.choose(p))
+        except LookupError as e:
+            raise unservable(e, ["body", "problems", i]) from None
     for dec in decs:
         request.app.state.metrics.decisions[dec.source] += 1
     return {"decisions": [dec.to_dict() for dec in decs], "count": len(decs)}
