@@ -1,4 +1,5 @@
 import httpx
+import pytest
 
 from tests.conftest import small
 
@@ -55,11 +56,10 @@ def test_healthz_and_openapi(server):
     assert "/v1/decision" in httpx.get(f"{server}/openapi.json").json()["paths"]
 
 
+@pytest.mark.filterwarnings("ignore:Using `httpx` with `starlette.testclient`")   # starlette's own note
 def test_a_remembered_query_whose_device_went_away_gets_the_routes_answer_not_a_500(swept_db):
     # the fast path (api/fast.py) answers a repeated query without parsing it; when its device is
     # gone (a reload of another database), the route must answer, with its 404
-    import warnings
-
     from fastapi.testclient import TestClient
 
     from api.main import create_app
@@ -68,7 +68,6 @@ def test_a_remembered_query_whose_device_went_away_gets_the_routes_answer_not_a_
         def get(self, device):
             raise ValueError(f"no measurements for device {device!r}; it holds: nothing")
 
-    warnings.filterwarnings("ignore", category=DeprecationWarning)
     with TestClient(create_app(db=swept_db[0])) as c:
         params = q(batch_size=3, kv_len=200)
         assert c.get("/v1/decision", params=params).status_code == 200
