@@ -315,9 +315,12 @@ def evaluate(db: Db = None, device: Dev = None,
     if train is not None or adaptive is not None:
         from .evaluate import evaluate_adaptive, evaluate_trained
         res = evaluate_trained(db, train, device) if train is not None else evaluate_adaptive(db, device, adaptive, seed)
-        for name in ("configs", "adaptive", "random", "overall", "adaptive_overall", "random_overall"):
+        for name in ("configs", "adaptive", "random"):
             if name in res:
-                res[name] = {c: v["learned"] for c, v in res[name].items()} if "overall" not in name else res[name]["learned"]
+                res[name] = {c: v["learned"] for c, v in res[name].items()}
+        for name in ("overall", "adaptive_overall", "random_overall"):
+            if name in res:
+                res[name] = res[name]["learned"]
         print(json.dumps(res, indent=1))
         return
     res = run_eval(db, device, holdout, seed)

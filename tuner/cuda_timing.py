@@ -81,13 +81,7 @@ class CudaTimer:
         lead = self.mode == "graph"       # eager mode times the host's launches on purpose
 
         def timed():
-            if lead:
-                torch.cuda._sleep(LEAD_CYCLES)
-            start.record()
-            run()
-            end.record()
-            end.synchronize()
-            return start.elapsed_time(end) * 1000.0 / n, n
+            return elapsed_us(run, start, end, lead) / n, n
         return timed, first
 
     def _capture(self, body):
@@ -116,27 +110,29 @@ class CudaTimer:
         torch.cuda.current_stream().wait_stream(side)
         # the first replay is the warm-up; timed as a round is (the GPU kept busy while the host
         # launches it), it also tells a candidate far out of the race (harness.out_of_the_race)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(LEAD_CYCLES)
-        start.record()
-        g.replay()
-        end.record()
-        end.synchronize()
+        first_us = elapsed_us(g.replay, torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True), True)
         self._keep.append(g)                    # graphs live until release()
-        return g.replay, start.elapsed_time(end) * 1000.0
+        return g.replay, first_us
 
     def _one_call_us(self, f) -> float:
         """One eager call (and the next op): an estimate of a call's length, launch overhead included."""
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        f()
-        self.next_op()
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end) * 1000.0
+        return elapsed_us(lambda: (f(), self.next_op()), torch.cuda.Event(enable_timing=True),
+                          torch.cuda.Event(enable_timing=True), False)
 
     def release(self) -> None:
         self._keep = []
+
+
+def elapsed_us(run, start, end, lead: bool) -> float:
+    """Microseconds of `run` between two CUDA events; with `lead`, a GPU-side wait is queued first,
+    so that the host's launch of `run` is not timed."""
+    if lead:
+        torch.cuda._sleep(LEAD_CYCLES)
+    start.record()
+    run()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) * 1000.0
 
 
 def rotation_copies(kv_bytes: int) -> int:
