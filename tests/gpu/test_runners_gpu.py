@@ -110,3 +110,29 @@ def test_rotated_copies_each_read_their_own_cache(kernel, device):
     assert relative_error(fns[1]().clone(), other, fp8) <= budget
     assert relative_error(fns[0]().clone(), x, fp8) <= budget
     assert relative_error(fns[0]().clone(), other, fp8) > 0.3      # the copies really differ
+
+
+def test_fmha_v2_builds_one_kernel_and_matches_the_full_module(device):
+    """The tuner's FMHAv2 module holds the one kernel the runner calls (FlashInfer's holds 132,
+    most of a cold sweep's compile), and that kernel gives the full module's output bit for bit."""
+    import flashinfer.prefill as prefill
+    from tuner.runners import fmha_v2_narrow as narrow
+    p = PROBLEMS[7]
+    pipe = next(c for c in candidates(load_registry(), p, device, False) if c.kernel == "trtllm-fmha-v2")
+    x = make_inputs(p, "cuda")
+    runner, _ = runnable(pipe.kernel, device)
+    out = runner.build(pipe, x)()
+    assert prefill.get_trtllm_fmha_v2_module is narrow._get_module
+    spec = narrow.narrow_spec("Q_PAGED_KV_HND", torch.float8_e4m3fn, torch.float8_e4m3fn, 128)
+    assert spec.name.endswith("_hd128") and len(spec.sources) == 3
+    from flashinfer.jit.attention.modules import gen_fmha_v2_module
+    full = gen_fmha_v2_module("q_paged_kv_hnd", torch.float8_e4m3fn, torch.float8_e4m3fn)
+    if not (full.is_aot or full.is_compiled):
+        pytest.skip("FlashInfer's full FMHAv2 module is not built here (minutes of nvcc)")
+    prefill.get_trtllm_fmha_v2_module = narrow._stock
+    try:
+        ref = runner.build(pipe, x)()
+    finally:
+        prefill.get_trtllm_fmha_v2_module = narrow._get_module
+    torch.cuda.synchronize()
+    assert torch.equal(out.view(torch.uint8), ref.view(torch.uint8))

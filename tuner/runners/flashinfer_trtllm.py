@@ -9,6 +9,7 @@ import torch
 from dispatcher.pipeline import Pipeline
 
 from ..inputs import PagedInputs
+from . import fmha_v2_narrow
 from ._common import FlashInferRunner, compose, no_sinks, out_buffers, query_step, workspace
 
 
@@ -31,12 +32,14 @@ class FmhaV2(FlashInferRunner):
 
     def build(self, pipe: Pipeline, x: PagedInputs):
         from flashinfer.prefill import trtllm_fmha_v2_prefill
+        fmha_v2_narrow.install()    # one kernel per module built, not FlashInfer's 132
         p = x.problem
         q, pre, kout, post, bmm1, bmm2 = _io(pipe, x)
         ws, cum_kv = workspace(x.device, "fmha"), _cum_kv(x)
         mask = "sliding_window" if p.window_left >= 0 else ("causal" if p.causal else "padding")
 
         def kernel():
+            fmha_v2_narrow.use_head_size(p.head_dim)    # which narrow module FlashInfer's lookup gets
             return trtllm_fmha_v2_prefill(
                 (q, x.kv_cache), "Q_PAGED_KV_HND", ws, x.seq_lens, p.q_len, p.kv_len,
                 bmm1_scale=bmm1, bmm2_scale=bmm2, batch_size=p.batch_size, cum_seq_lens_q=x.qo_indptr, cum_seq_lens_kv=cum_kv,
