@@ -99,3 +99,24 @@ def test_a_fast_candidate_that_cannot_win_does_not_cut_the_race_short():
     assert stats["a"].reps == stats["b"].reps == 5 and stats["a"].median_us < stats["b"].median_us
     unguarded = time_interleaved(fns, WallTimer(CFG))          # without it both would be dropped
     assert unguarded["a"].reps == unguarded["b"].reps == 1
+
+
+def schedule(durations: list, then: float, calls: list):
+    """A call whose n-th run sleeps durations[n] (then `then`): one noisy round on demand."""
+    def f():
+        calls.append(1)
+        time.sleep(durations[len(calls) - 1] if len(calls) <= len(durations) else then)
+    return f
+
+
+def test_one_slow_round_does_not_drop_a_candidate_its_warm_up_showed_close():
+    # "spiky" is as fast as "fast" in its warm-up and its call-length estimate, then 8x slower in
+    # round 1 alone (a clock dip, another process): it is timed in every round, and its median is
+    # its real time, not the spike's
+    calls = {"fast": [], "spiky": [], "slow": []}
+    fns = {"fast": [sleeper(0.001, calls["fast"])],
+           "spiky": [schedule([0.0011, 0.0011, 0.008], 0.0011, calls["spiky"])],
+           "slow": [sleeper(0.004, calls["slow"])]}
+    stats = time_interleaved(fns, WallTimer(dataclasses.replace(CFG, first_far_behind=100.0)))
+    assert stats["spiky"].reps == 5 and stats["spiky"].median_us < 2500
+    assert stats["slow"].reps == 1          # slow in its warm-up too: still dropped after round 1
