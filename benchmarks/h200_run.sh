@@ -15,7 +15,9 @@
 set -uo pipefail
 t0=$(date +%s); budget=${BUDGET_S:-540}
 left() { echo $(( budget - ($(date +%s) - t0) )); }
-# flashinfer re-packed with xz (half of pack.sh's gzip) so that it fits the carry beside aot.txz
+# flashinfer re-packed with xz (half of pack.sh's gzip) so that it fits the carry beside aot.txz:
+#   mkdir /tmp/fp && tar xzf .gpu/flashinfer.tgz -C /tmp/fp && (cd /tmp/fp && tar cJf - flashinfer) > .gpu/flashinfer.txz
+#   (then move .gpu/flashinfer.tgz out of .gpu: the carry limit is 64 MiB with the tracked files)
 [ -f .gpu/flashinfer.txz ] && [ ! -d /tmp/site/flashinfer ] && mkdir -p /tmp/site && tar xJf .gpu/flashinfer.txz -C /tmp/site
 source .gpu/setup.sh || exit 1
 aot=/tmp/site/flashinfer/data/aot
