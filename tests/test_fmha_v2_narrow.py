@@ -45,3 +45,11 @@ def test_lookups_go_to_flashinfer_when_nothing_can_be_narrowed(monkeypatch):
 def test_the_narrow_module_has_a_name_of_its_own(head):
     uri = narrow.narrow_uri("Q_PAGED_KV_HND", "e4m3", "bf16", head)
     assert uri == f"trtllm_fmha_v2_q_paged_kv_hnd_e4m3_bf16_hd{head}"
+
+
+def test_a_flashinfer_whose_generator_moved_gets_its_own_module(monkeypatch):
+    """A generator API that changed (here: a missing function) is not an error: no narrow spec."""
+    def moved(*a):
+        raise AttributeError("module 'fmha_library' has no attribute 'generate_kernel_spec'")
+    monkeypatch.setattr(narrow, "_spec", moved)
+    assert narrow.narrow_spec("Q_PAGED_KV_HND", "torch.float8_e4m3fn", None, 128) is None

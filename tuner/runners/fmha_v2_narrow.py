@@ -69,6 +69,13 @@ def _narrow_or_stock(input_layout, input_dtype, output_dtype, head_size):
 def narrow_spec(input_layout, input_dtype, output_dtype, head_size):
     """FlashInfer's JitSpec holding the one plain kernel for `head_size`; None where it cannot be narrow."""
     try:
+        return _spec(input_layout, input_dtype, output_dtype, head_size)
+    except (ImportError, AttributeError, TypeError, KeyError):
+        return None                       # a FlashInfer whose generator moved, a dtype it lacks
+
+
+def _spec(input_layout, input_dtype, output_dtype, head_size):
+    try:
         from flashinfer.jit import env as jit_env
         from flashinfer.jit.attention.fmha_v2 import fmha_library as lib
         from flashinfer.jit.core import current_compilation_context as ctx
