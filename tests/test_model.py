@@ -100,3 +100,25 @@ def test_a_tactic_measured_at_a_smaller_problem_of_the_bucket_races_on_the_bucke
     assert math.isclose(got[split(512).id], 178.0 * 250 / 175)             # on the grid point's scale
     d = Dispatcher(t, H200).choose(searched)
     assert d.source == "measured" and d.pipeline == split(0).id
+
+
+def test_a_shape_measured_with_another_page_size_steers_the_prediction(monkeypatch):
+    # page 16 everywhere but batch 2 / kv 2048: XQA 4% ahead at every neighbour. Page 32 shows the
+    # same, except at batch 2 / kv 2048 itself, where FA2-TC is 1.3x faster: the page-16 decision
+    # there follows the measured twin rather than the neighbours alone
+    import dispatcher.table as table
+    t = Table()
+    for page in (16, 32):
+        for b in (1, 2, 4, 8):
+            for kv in (512, 1024, 2048, 4096, 8192):
+                p = small(**SCOUT, page_size=page, batch_size=b, kv_len=kv)
+                twin_spot = (page, b, kv) == (32, 2, 2048)
+                if (page, b, kv) == (16, 2, 2048):
+                    continue
+                t.add(p, Timing(XQA, 130.0 if twin_spot else 100.0, 0.1, 0.04))
+                t.add(p, Timing(TC, 100.0 if twin_spot else 104.0, 0.1, 0.003))
+    here = small(**SCOUT, page_size=16, batch_size=2, kv_len=2048)
+    d = Dispatcher(t, H200).choose(here)
+    assert d.source == "learned" and d.kernel == "fa2-tc"
+    monkeypatch.setattr(table, "TWIN_WEIGHT", 0.0)       # the neighbours alone: XQA
+    assert Dispatcher(t, H200).choose(here).kernel == "trtllm-xqa"
