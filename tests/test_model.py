@@ -122,3 +122,19 @@ def test_a_shape_measured_with_another_page_size_steers_the_prediction(monkeypat
     assert d.source == "learned" and d.kernel == "fa2-tc"
     monkeypatch.setattr(table, "TWIN_WEIGHT", 0.0)       # the neighbours alone: XQA
     assert Dispatcher(t, H200).choose(here).kernel == "trtllm-xqa"
+
+
+def test_a_twin_that_ranked_the_neighbours_differently_is_left_out():
+    # page 32 has FA2-TC 1.3x ahead everywhere, page 16 has XQA 4% ahead at every neighbour: the
+    # page size changes the ranking here, so the page-16 gap follows its own neighbours
+    t = Table()
+    for page in (16, 32):
+        for b in (1, 2, 4, 8):
+            for kv in (512, 1024, 2048, 4096, 8192):
+                if (page, b, kv) == (16, 2, 2048):
+                    continue
+                p = small(**SCOUT, page_size=page, batch_size=b, kv_len=kv)
+                t.add(p, Timing(XQA, 130.0 if page == 32 else 100.0, 0.1, 0.04))
+                t.add(p, Timing(TC, 100.0 if page == 32 else 104.0, 0.1, 0.003))
+    d = Dispatcher(t, H200).choose(small(**SCOUT, page_size=16, batch_size=2, kv_len=2048))
+    assert d.source == "learned" and d.kernel == "trtllm-xqa"

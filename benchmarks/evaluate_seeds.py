@@ -1,0 +1,39 @@
+"""The learned dispatcher's held-out regret over many seeds of `tuner evaluate` (20% held out each),
+summed up: configuration-seeds over the targets (gm > 1.02, max > 1.10, slower than a rule beyond
+noise) and the pooled regret geometric mean. A model change is compared on more seeds than the
+three the README tables show. Usage:
+    python benchmarks/evaluate_seeds.py [--db heuristics.db] [--seeds 20] [--twin-weight W]"""
+from __future__ import annotations
+
+import argparse
+import math
+
+import dispatcher.table as table
+from tuner.evaluate import evaluate
+
+
+def summary(db: str, seeds: int) -> dict:
+    gm_over = max_over = slower = 0
+    logs, n = 0.0, 0
+    for seed in range(seeds):
+        configs = evaluate(db, "NVIDIA H200", seed=seed, methods=("learned",))["configs"]
+        for c in configs.values():
+            lr = c["learned"]
+            gm_over += lr["regret_geomean"] > 1.02
+            max_over += lr["regret_max"] > 1.10
+            slower += bool(lr["slower_than_vllm-2026"] or lr["slower_than_vllm-2025"])
+            logs += lr["n"] * math.log(lr["regret_geomean"])
+            n += lr["n"]
+    return {"seeds": seeds, "config_seeds": seeds * len(configs), "gm_over_1.02": gm_over,
+            "max_over_1.10": max_over, "slower_than_a_rule": slower, "pooled_regret_gm": round(math.exp(logs / n), 5)}
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--db", default="heuristics.db")
+    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--twin-weight", type=float, default=None, help="override dispatcher.table.TWIN_WEIGHT")
+    a = ap.parse_args()
+    if a.twin_weight is not None:
+        table.TWIN_WEIGHT = a.twin_weight
+    print({"twin_weight": table.TWIN_WEIGHT, **summary(a.db, a.seeds)})
