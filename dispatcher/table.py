@@ -1,9 +1,8 @@
 """The in-memory decision table: measured bucket -> nearest measured neighbour -> rule."""
 from __future__ import annotations
 
-import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable
 
 from .model import predict
@@ -186,12 +185,9 @@ class Table:
         only in page size, where measured (geometric mean over them)."""
         logs: dict[str, list[float]] = {}
         for page in self.page_sizes - {p.page_size}:
-            measured = self.by_bucket.get(dataclasses.replace(p, page_size=page))
-            if not measured:
-                continue
-            best = min(t.median_us for t in measured.values())
-            for pid, t in measured.items():
-                logs.setdefault(pid, []).append(math.log(t.median_us / best))
+            measured = self.by_bucket.get(replace(p, page_size=page))
+            for pid, r in (_ratios(measured) if measured else {}).items():
+                logs.setdefault(pid, []).append(math.log(r))
         return {pid: math.exp(sum(v) / len(v)) for pid, v in logs.items()}
 
     def _twins_agree(self, pid: str, twins_near: dict) -> bool:
@@ -200,8 +196,13 @@ class Table:
         (FP8 prefill, where FMHAv2 gains more at page 32), the twin is left out."""
         diffs = []
         for b, twin in twins_near.items():
-            own = self.by_bucket[b]
+            own = _ratios(self.by_bucket[b])
             if pid in own and pid in twin:
-                best = min(t.median_us for t in own.values())
-                diffs.append(abs(math.log(own[pid].median_us / best) - math.log(twin[pid])))
+                diffs.append(abs(math.log(own[pid]) - math.log(twin[pid])))
         return bool(diffs) and sum(diffs) / len(diffs) <= TWIN_AGREE
+
+
+def _ratios(measured: dict[str, Timing]) -> dict[str, float]:
+    """Each pipeline's time over the fastest measured in one bucket."""
+    best = min(t.median_us for t in measured.values())
+    return {pid: t.median_us / best for pid, t in measured.items()}
