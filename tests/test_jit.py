@@ -144,7 +144,7 @@ def test_the_verified_shortcut_first_rebuilds_what_went_stale_and_says_so(built,
     monkeypatch.setattr(jit, "_jit_root", lambda: root)
     manifest.write_text(json.dumps(["config-a"]))    # an older manifest: configurations only
     assert jit._verified() == {"config-a"} and jit.refresh_verified(print) == 0
-    jit._remember_modules({str(d) for d in mods})
+    jit._remember(modules={str(d) for d in mods})
     jit._remember({"config-b"})
     assert jit._verified() == {"config-a", "config-b"}
     said = []

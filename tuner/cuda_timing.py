@@ -43,8 +43,15 @@ class CudaTimer:
     def prepare(self, fns, first_warm: bool = False) -> Prepared:
         """As WallTimer.prepare; a warm-up call of a large problem (one KV copy) costs milliseconds."""
         timed, (us, n, replay) = self._prepare_calls(list(fns), first_warm)
-        return Prepared(lambda: ((lambda us, n: (max(us - self.next_us, 0.0), n))(*timed())),
-                        (max(us - self.next_us, 0.0), n, replay))
+
+        def round_() -> tuple[float, int]:
+            us, n = timed()
+            return self._less_next(us), n
+        return Prepared(round_, (self._less_next(us), n, replay))
+
+    def _less_next(self, us: float) -> float:
+        """A call's time without the next op that follows it in every timed repeat."""
+        return max(us - self.next_us, 0.0)
 
     def _prepare_calls(self, fns, first_warm: bool):
         with part(self.parts, "warmup"):

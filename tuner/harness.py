@@ -170,11 +170,11 @@ def time_interleaved(fns: dict[str, list[Callable]], timer, cfg: TimingConfig | 
     # the warm-up replay is a second witness before a candidate is dropped after its first round:
     # one round alone once locked in 1.7x for a kernel tied for best (XQA, 6 us, 2026-12-04c:
     # 5-13 such rows per grid sweep, each a wrong "measured" time the dispatcher trusts)
-    warm_up = {k: [prepared[k].first[0]] if prepared[k].first else [] for k in names}
+    witness = {k: [prepared[k].first[0]] if prepared[k].first else [] for k in names}
     for r in range(cfg.rounds):
         if r == cfg.keep_rounds and len(active) > 1:
             best = min(statistics.median(samples[k]) for k in active if k in pace)   # the fastest stays
-            active = [k for k in active if min(samples[k] + warm_up[k]) <= cfg.far_behind * best]
+            active = [k for k in active if min(samples[k] + witness[k]) <= cfg.far_behind * best]
         shift = r % len(active)
         for k in active[shift:] + active[:shift]:
             note("time", k)

@@ -98,7 +98,7 @@ def _discover(reps, device: DeviceInfo) -> tuple[dict[str, object], int]:
                 pass
     finally:
         core.JitSpec.build_and_load = original
-    _remember_modules(set(seen) | {str(sp.build_dir) for sp in found.values()})
+    _remember(modules=set(seen) | {str(sp.build_dir) for sp in found.values()})
     return found, ran
 
 
@@ -251,15 +251,11 @@ def _write_manifest(configs: set[str], modules: set[str]) -> None:
     tmp.replace(path)
 
 
-def _remember(keys: set[str]) -> None:
-    m = _manifest()
-    _write_manifest(keys | set(m["configs"]), set(m["modules"]))
-
-
-def _remember_modules(dirs: set[str]) -> None:
-    if dirs:
+def _remember(configs: set[str] = frozenset(), modules: set[str] = frozenset()) -> None:
+    """Add verified configurations and compiled module dirs to the manifest."""
+    if configs or modules:
         m = _manifest()
-        _write_manifest(set(m["configs"]), dirs | set(m["modules"]))
+        _write_manifest(set(configs) | set(m["configs"]), set(modules) | set(m["modules"]))
 
 
 def refresh_verified(say: Callable[[str], None]) -> int:
