@@ -156,7 +156,9 @@ class Table:
         if level is None:
             return []
         twins = self._twin_ratios(p)
-        twins_near = {b: self._twin_ratios(b) for b in self.neighbours(p)[:TWIN_CHECK]} if twins else {}
+        # (own, twins' ratios) at the nearest measured shapes: where the twins' ranking is checked
+        twins_near = [(_ratios(self.by_bucket[b]), self._twin_ratios(b))
+                      for b in self.neighbours(p)[:TWIN_CHECK]] if twins else []
         for pid, pts in by_pipe.items():
             if sum(pid in self.by_bucket[b] for b in close) < need:
                 continue
@@ -190,15 +192,13 @@ class Table:
                 logs.setdefault(pid, []).append(math.log(r))
         return {pid: math.exp(sum(v) / len(v)) for pid, v in logs.items()}
 
-    def _twins_agree(self, pid: str, twins_near: dict) -> bool:
+    @staticmethod
+    def _twins_agree(pid: str, twins_near: list[tuple[dict, dict]]) -> bool:
         """Whether the twins ranked `pid` as this family did at the nearest measured sizes (mean
         |log ratio difference| within TWIN_AGREE): where the page size does change the ranking
         (FP8 prefill, where FMHAv2 gains more at page 32), the twin is left out."""
-        diffs = []
-        for b, twin in twins_near.items():
-            own = _ratios(self.by_bucket[b])
-            if pid in own and pid in twin:
-                diffs.append(abs(math.log(own[pid]) - math.log(twin[pid])))
+        diffs = [abs(math.log(own[pid]) - math.log(twin[pid])) for own, twin in twins_near
+                 if pid in own and pid in twin]
         return bool(diffs) and sum(diffs) / len(diffs) <= TWIN_AGREE
 
 
