@@ -2,7 +2,7 @@
 summed up: configuration-seeds over the targets (gm > 1.02, max > 1.10, slower than a rule beyond
 noise) and the pooled regret geometric mean. A model change is compared on more seeds than the
 three the README tables show. Usage:
-    python benchmarks/evaluate_seeds.py [--db heuristics.db] [--seeds 20] [--twin-weight W]"""
+    python benchmarks/evaluate_seeds.py [--db heuristics.db] [--seeds 20] [--twin-weight W] [--decode-batch-step S]"""
 from __future__ import annotations
 
 import argparse
@@ -33,7 +33,11 @@ if __name__ == "__main__":
     ap.add_argument("--db", default="heuristics.db")
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--twin-weight", type=float, default=None, help="override dispatcher.table.TWIN_WEIGHT")
+    ap.add_argument("--decode-batch-step", type=float, default=None,
+                    help="override dispatcher.table.DECODE_BATCH_STEP (1 = batch and KV steps alike)")
     a = ap.parse_args()
+    if a.decode_batch_step is not None:
+        table.DECODE_BATCH_STEP = a.decode_batch_step
     if a.twin_weight is not None:
         table.TWIN_WEIGHT = a.twin_weight
-    print({"twin_weight": table.TWIN_WEIGHT, **summary(a.db, a.seeds)})
+    print({"db": a.db, "twin_weight": table.TWIN_WEIGHT, "decode_batch_step": table.DECODE_BATCH_STEP, **summary(a.db, a.seeds)})

@@ -138,3 +138,22 @@ def test_a_twin_that_ranked_the_neighbours_differently_is_left_out():
                 t.add(p, Timing(TC, 100.0 if page == 32 else 104.0, 0.1, 0.003))
     d = Dispatcher(t, H200).choose(small(**SCOUT, page_size=16, batch_size=2, kv_len=2048))
     assert d.source == "learned" and d.kernel == "trtllm-xqa"
+
+
+def test_a_decode_shape_follows_its_own_batch_size_across_a_jump_between_batch_sizes():
+    # as on the H200: up to batch 4 XQA falls behind FA2-TC as the KV grows (crossing at kv ~2^11),
+    # from batch 8 its multi-block split makes it 1.7x faster at every KV length. Between two
+    # measured KV lengths of batch 4 that FA2-TC wins, the batch-8 neighbour must not outvote them.
+    def xqa_over_tc(b, kv):
+        return 0.8 * 2 ** (0.08 * (math.log2(kv) - 7)) if b <= 4 else 0.6
+    t = Table()
+    for b in (1, 2, 4, 8, 16):
+        for kv in (2 ** e for e in range(7, 16)):
+            if (b, kv) == (4, 8192):
+                continue
+            p, base = small(**SCOUT, batch_size=b, kv_len=kv), 5 + b * kv / 1000
+            t.add(p, Timing(TC, base, 0.01 * base, 0.003))
+            t.add(p, Timing(XQA, base * xqa_over_tc(b, kv), 0.01 * base, 0.04))
+    d = Dispatcher(t, H200).choose(small(**SCOUT, batch_size=4, kv_len=8192))
+    assert d.source == "learned"
+    assert d.kernel == "fa2-tc", d.reason     # measured there it would be 1.12x faster than XQA
