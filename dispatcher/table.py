@@ -95,7 +95,7 @@ TWIN_CHECK = 6       # nearest measured buckets that check it
 # smoothly with KV length: one batch step counts as this many KV steps, so that a shape's neighbours
 # are mostly its own batch size's. 20 held-out seeds on five H200 grids (benchmarks/evaluate_seeds.py):
 # configuration-seeds with a held-out shape over 1.10x 47 -> 31 on the shipped grid, slower than a
-# rule 70 -> 45; likewise on the other four (benchmarks/results/h200-2026-12-04c/evaluate/).
+# rule 70 -> 45; likewise on the other four (benchmarks/results/h200-2026-12-04c/evaluate/batch-step/).
 DECODE_BATCH_STEP = 3.0
 
 
