@@ -98,6 +98,15 @@ TWIN_CHECK = 6       # nearest measured buckets that check it
 # rule 70 -> 45; likewise on the other four (benchmarks/results/h200-2026-12-04c/evaluate/batch-step/).
 DECODE_BATCH_STEP = 3.0
 
+# Decode at long KV streams the cache, so each kernel's time there is close to affine in the KV length
+# (a fixed cost plus bytes over bandwidth). Between two measured KV lengths of the shape's own batch
+# size, a straight line through each pipeline's times ranks them better than the plane through log
+# ratios, which bends where two kernels cross (XQA and FA2-TC at 32k-128k FP8 KV). 20 held-out seeds on
+# five H200 grids (benchmarks/results/h200-2026-12-04c/evaluate/kv-line/): configuration-seeds with a
+# shape slower than a rule 45 -> 30 on the shipped grid, 61/60/65/76 -> 49/48/48/63 on the others.
+KV_LINE_FROM = 8192   # the shorter measured KV length: below it launch and split costs bend the line
+KV_LINE_SPAN = 8      # the longer one at most this many times it
+
 
 def _log_sizes(p: AttentionProblem) -> tuple[float, float, float]:
     step = DECODE_BATCH_STEP if p.phase == "decode" else 1.0
@@ -165,6 +174,10 @@ class Table:
         level = predict([(x, ref[b]) for x, b in fam], here)      # the fastest time, as sizes go
         if level is None:
             return []
+        level_us = level.us
+        line = self._kv_line(p)
+        if line:
+            level_us = min(line.values())
         twins = self._twin_ratios(p)
         # (own, twins' ratios) at the nearest measured shapes: where the twins' ranking is checked
         twins_near = [(_ratios(self.by_bucket[b]), self._twin_ratios(b))
@@ -182,15 +195,33 @@ class Table:
             # and a swing there (a loser predicted ahead of every neighbour's winner) costs most
             seen = [t.median_us / r for _, t, r in near]
             mine = min(max(ratio.us, min(seen)), max(seen))
-            if pid in twins and self._twins_agree(pid, twins_near):
+            if pid in line:
+                mine = line[pid] / level_us      # measured at this batch size either side: no twin needed
+            elif pid in twins and self._twins_agree(pid, twins_near):
                 mine = math.exp((1 - TWIN_WEIGHT) * math.log(mine) + TWIN_WEIGHT * math.log(twins[pid]))
-            us = level.us * max(mine, 1.0)
+            us = level_us * max(mine, 1.0)
             errs = [t.relerr for _, t, _ in near if t.relerr is not None]
             # the switch margin is the measured noise nearby (relative spread of the runs the fit used);
             # the fit's own misfit is not noise a measurement would show
             rel = sorted(t.spread_us / t.median_us for _, t, _ in near)[len(near) // 2]
             out.append(Timing(pts[0][1].pipeline, us, us * rel, max(errs) if errs else None))
         return out
+
+    def _kv_line(self, p: AttentionProblem) -> dict[str, float]:
+        """In decode at long KV, each pipeline's time at p read off the straight line (in KV length)
+        through its times at the nearest measured KV lengths either side, at p's batch size; {} where
+        p is not so bracketed (see KV_LINE_FROM)."""
+        if p.phase != "decode":
+            return {}
+        row = [b for _, b in self.by_family.get(p.family(), []) if b.batch_size == p.batch_size and b.q_len == p.q_len]
+        lo = max((b for b in row if b.kv_len < p.kv_len), key=lambda b: b.kv_len, default=None)
+        hi = min((b for b in row if b.kv_len > p.kv_len), key=lambda b: b.kv_len, default=None)
+        if lo is None or hi is None or lo.kv_len < KV_LINE_FROM or hi.kv_len > KV_LINE_SPAN * lo.kv_len:
+            return {}
+        f = (p.kv_len - lo.kv_len) / (hi.kv_len - lo.kv_len)
+        below, above = self.by_bucket[lo], self.by_bucket[hi]
+        return {pid: t.median_us + f * (above[pid].median_us - t.median_us)
+                for pid, t in below.items() if pid in above}
 
     def _twin_ratios(self, p: AttentionProblem) -> dict[str, float]:
         """Each pipeline's time over the fastest at p's sizes in the families that differ from p's

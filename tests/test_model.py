@@ -157,3 +157,27 @@ def test_a_decode_shape_follows_its_own_batch_size_across_a_jump_between_batch_s
     d = Dispatcher(t, H200).choose(small(**SCOUT, batch_size=4, kv_len=8192))
     assert d.source == "learned"
     assert d.kernel == "fa2-tc", d.reason     # measured there it would be 1.12x faster than XQA
+
+
+def test_between_two_long_kv_lengths_a_decode_shape_reads_each_time_off_a_line_in_kv():
+    # decode at long KV streams the cache: time = fixed cost + bytes / bandwidth, affine in KV. As on
+    # the H200 at batch 1 (FP8 KV), XQA has the smaller fixed cost and FA2-TC the cheaper bytes, so
+    # XQA falls from 0.92x FA2-TC's time at 32k to 1.09x at 128k; at 64k it is 1.02x, slower. The
+    # log ratios, interpolated, put that crossing at 64k (a tie, so the rule's XQA would be kept).
+    def tc(b, kv):
+        return 17 + 0.0007 * b * kv
+
+    def xqa(b, kv):
+        return 9.3 + 0.000836 * b * kv
+    t = Table()
+    for b in (1, 2, 4):
+        for kv in (2 ** e for e in range(10, 18)):
+            if (b, kv) == (1, 65536):
+                continue
+            p = small(**SCOUT, batch_size=b, kv_len=kv)
+            t.add(p, Timing(TC, tc(b, kv), 0.003 * tc(b, kv), 0.003))
+            t.add(p, Timing(XQA, xqa(b, kv), 0.003 * xqa(b, kv), 0.04))
+    d = Dispatcher(t, H200).choose(small(**SCOUT, batch_size=1, kv_len=65536))
+    assert d.source == "learned"
+    assert d.kernel == "fa2-tc", d.reason
+    assert math.isclose(d.expected_us, tc(1, 65536), rel_tol=1e-6)     # the line through 32k and 128k
