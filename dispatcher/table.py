@@ -174,10 +174,8 @@ class Table:
         level = predict([(x, ref[b]) for x, b in fam], here)      # the fastest time, as sizes go
         if level is None:
             return []
-        level_us = level.us
         line = self._kv_line(p)
-        if line:
-            level_us = min(line.values())
+        level_us = min(line.values()) if line else level.us
         twins = self._twin_ratios(p)
         # (own, twins' ratios) at the nearest measured shapes: where the twins' ranking is checked
         twins_near = [(_ratios(self.by_bucket[b]), self._twin_ratios(b))
