@@ -3,17 +3,23 @@ measured, and (with tune_misses) measuring the most frequent misses when idle.""
 from __future__ import annotations
 
 import queue
+import sqlite3
 import threading
 import time
 import uuid
 from dataclasses import dataclass, field
 
-from dispatcher import store
+from dispatcher import StoreError, store
 from dispatcher.device import DeviceInfo
 from dispatcher.dispatch import default_timing_mode
 from dispatcher.problem import FIELDS, AttentionProblem
 
+from .admission import too_big
+
 MAX_QUEUED = 4
+JOBS_KEPT = 256                             # jobs listed by GET /v1/sweeps; the oldest finished go first
+TUNE_MISSES = ("off", "writers", "anyone")   # who may make the daemon measure a miss (api/main.py)
+MISSES_LOOKED_AT = 256                      # most frequent misses read to find misses_per_job admissible ones
 
 
 class QueueFull(Exception):
@@ -58,13 +64,22 @@ class JobManager:
         self._worker = threading.Thread(target=self._run, name="switchyard-jobs", daemon=True)
         self._worker.start()
 
+    def queued(self) -> int:
+        """Jobs waiting to start (a cancelled one frees its slot at once)."""
+        return sum(j.state == "queued" for j in self.jobs.values())
+
     def submit(self, kind: str, problems: list[AttentionProblem]) -> Job:
+        if not problems:
+            raise ValueError("a sweep needs at least one problem")
         with self._lock:
-            if self._queue.qsize() >= MAX_QUEUED:
+            if self.queued() >= MAX_QUEUED:
                 raise QueueFull(f"{MAX_QUEUED} sweeps are already queued on {self.device.name}; "
                                 "wait for one to finish or cancel one (DELETE /v1/sweeps/{id})")
             job = Job(uuid.uuid4().hex[:12], kind, problems)
             self.jobs[job.id] = job
+            finished = [j.id for j in self.jobs.values() if j.finished_at is not None]
+            for old in finished[: max(0, len(self.jobs) - JOBS_KEPT)]:
+                del self.jobs[old]                 # the oldest finished ones: the list stays bounded
             self._queue.put(job)
         return job
 
@@ -78,7 +93,7 @@ class JobManager:
         return job
 
     def busy(self) -> bool:
-        return self._running is not None or not self._queue.empty()
+        return self._running is not None or self.queued() > 0
 
     def stop(self) -> None:
         self._stop.set()
@@ -91,7 +106,10 @@ class JobManager:
                 job = self._queue.get(timeout=self.idle_s)
             except queue.Empty:
                 if self.tune_misses:
-                    self._queue_misses()
+                    try:
+                        self._queue_misses()
+                    except (StoreError, sqlite3.DatabaseError):
+                        pass                   # a database gone bad: /healthz says so; try again later
                 continue
             if job.state != "queued":
                 continue
@@ -114,7 +132,8 @@ class JobManager:
         try:
             run_problems(job.problems, self.device, self.db, default_timing_mode(self.device),
                          SweepOptions(should_stop=job.cancel.is_set, isolate=True), on_problem=tick, say=lambda m: None)
-            job.state = "cancelled" if job.cancel.is_set() else "done"
+            # cancelled only if it stopped short: a cancel that came as the last problem finished is "done"
+            job.state = "done" if job.done >= len(job.problems) else "cancelled"
             if job.kind == "misses" and job.state == "done":
                 self._forget_misses(job.problems)
         except Exception as e:  # noqa: BLE001 (a failed job is reported, the daemon goes on)
@@ -126,20 +145,23 @@ class JobManager:
         if conn is None:
             return
         try:
-            rows = store.misses(conn, self.device.name, self.misses_per_job)
+            rows = store.misses(conn, self.device.name, MISSES_LOOKED_AT)
         finally:
             conn.close()
         probs = []
         for r in rows:
             try:
-                probs.append(AttentionProblem(**{f: r[f] for f in FIELDS}))
+                p = AttentionProblem(**{f: r[f] for f in FIELDS})
             except ValueError:
                 continue
+            if too_big(p, self.device) is None:          # the bounds a token-holder's POST /v1/sweeps has
+                probs.append(p)
+            if len(probs) == self.misses_per_job:
+                break
         if probs and not self.busy():
             self.submit("misses", probs)
 
-    def _forget_misses(self, problems) -> None:
-        import sqlite3
+    def _forget_misses(self, problems: list[AttentionProblem]) -> None:
         conn = sqlite3.connect(str(store.default_path(self.db)), timeout=10)
         try:
             with conn:

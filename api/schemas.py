@@ -5,27 +5,35 @@ from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dispatcher.problem import DEFAULTS, LIMITS
+
 MAX_PROBLEMS_PER_REQUEST = 1024
 MAX_SWEEP_PROBLEMS = 256          # an explicit list per sweep job
 MAX_PRESET_PROBLEMS = 4096        # what a preset sweep may expand to
 
 
+def _range(field: str, what: str) -> str:
+    lo, hi = LIMITS[field]
+    return f"{what} ({lo} <= {field} <= {hi})"
+
+
 class ProblemIn(BaseModel):
+    """The fields of dispatcher.AttentionProblem, with its defaults; it checks the ranges (a 422 naming the field)."""
     model_config = ConfigDict(extra="forbid")
     phase: str = Field(description="decode | prefill")
-    num_qo_heads: int
-    num_kv_heads: int
-    head_dim: int
-    page_size: int
-    batch_size: int
-    kv_len: int
-    q_len: int = 1
-    q_dtype: str = "bf16"
-    kv_dtype: str = "bf16"
-    out_dtype: str = "bf16"
-    causal: bool = True
-    window_left: int = -1
-    has_sinks: bool = False
+    num_qo_heads: int = Field(description=_range("num_qo_heads", "query heads per GPU"))
+    num_kv_heads: int = Field(description=_range("num_kv_heads", "KV heads per GPU"))
+    head_dim: int = Field(DEFAULTS["head_dim"], description=_range("head_dim", "head size"))
+    page_size: int = Field(DEFAULTS["page_size"], description=_range("page_size", "tokens per KV-cache page"))
+    batch_size: int = Field(description=_range("batch_size", "requests"))
+    kv_len: int = Field(description=_range("kv_len", "KV tokens per request, the new ones included"))
+    q_len: int = Field(DEFAULTS["q_len"], description=_range("q_len", "new tokens per request (1 for decode)"))
+    q_dtype: str = DEFAULTS["q_dtype"]
+    kv_dtype: str = DEFAULTS["kv_dtype"]
+    out_dtype: str = DEFAULTS["out_dtype"]
+    causal: bool = DEFAULTS["causal"]
+    window_left: int = Field(DEFAULTS["window_left"], description=_range("window_left", "sliding window, -1: none"))
+    has_sinks: bool = DEFAULTS["has_sinks"]
 
 
 class ProblemQuery(ProblemIn):
@@ -63,11 +71,11 @@ class SweepCreate(BaseModel):
     no request can name a path on the host."""
     model_config = ConfigDict(extra="forbid")
     model: Optional[str] = Field(None, description="a preset: llama4-scout, llama-3.1-8b, ...")
-    tp: Optional[list[int]] = None
-    phases: list[str] = ["decode", "prefill"]
-    kv_dtypes: list[str] = ["bf16", "fp8"]
-    out_dtypes: list[str] = ["bf16", "fp8"]
-    page_sizes: Optional[list[int]] = None
+    tp: Optional[list[int]] = Field(None, max_length=8, description="tensor-parallel sizes that divide the heads")
+    phases: list[str] = Field(["decode", "prefill"], max_length=2)
+    kv_dtypes: list[str] = Field(["bf16", "fp8"], max_length=3)
+    out_dtypes: list[str] = Field(["bf16", "fp8"], max_length=3)
+    page_sizes: Optional[list[int]] = Field(None, max_length=4, description="page sizes the kernels take: 16, 32, 64, 128")
     grid: Optional[str] = Field(None, description="quick | full (default: full on a GPU, quick on the CPU)")
     problems: Optional[list[ProblemIn]] = Field(None, max_length=MAX_SWEEP_PROBLEMS)
 

@@ -82,3 +82,4 @@ def named(name: str, compute_capability: tuple[int, int] | None = None, sm_count
 # Well-known descriptions, for tests and for asking about GPUs one does not have.
 H200 = DeviceInfo(name="NVIDIA H200", kind="cuda", compute_capability=(9, 0), sm_count=132)
 B200 = DeviceInfo(name="NVIDIA B200", kind="cuda", compute_capability=(10, 0), sm_count=148)
+KNOWN = {d.name: d for d in (H200, B200)}

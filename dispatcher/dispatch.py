@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from . import store
 from .decision import Decision
-from .device import DeviceInfo, describe, named
+from .device import KNOWN, DeviceInfo, describe, named
 from .pipeline import Pipeline, candidates
-from .policy import max_relerr
+from .policy import max_relerr as relerr_budget
 from .problem import AttentionProblem
 from .registry import KernelSpec, eligible, load_registry
 from .rules import DEFAULT_RULE, RULES, resolve
@@ -25,12 +26,13 @@ class Dispatcher:
             raise ValueError(f"rule {rule!r} is unknown; use one of {', '.join(RULES)}")
         self.table, self.device, self.rule = table, device, rule
         self.registry = registry or load_registry()
+        relerr_budget("bf16", "bf16", max_relerr)     # a bad budget (or $SWITCHYARD_MAX_RELERR) fails here, not per call
         self.max_relerr = max_relerr
         self.timing_mode = timing_mode
         self.learned = learned        # False: unmeasured buckets take the nearest measured one
         self._cache: dict[AttentionProblem, Decision] = {}
         self.misses: dict[AttentionProblem, int] = {}   # buckets answered without a measurement
-        self.db = None                                     # set by load(); used by refresh and flush
+        self.db: Path | None = None                        # set by load(); used by refresh and flush
 
     def choose(self, problem: AttentionProblem) -> Decision:
         """The decision for a problem: a dict lookup once its bucket has been decided. No I/O, no
@@ -40,10 +42,11 @@ class Dispatcher:
             bucket = problem.bucket()
             hit = self._cache.get(bucket)
             if hit is None:
-                hit = self._decide(bucket)
-            if len(self._cache) < CACHE_LIMIT:      # bounded: hostile traffic cannot grow memory
-                self._cache[bucket] = hit
-                self._cache[problem] = hit
+                hit = self._decide(bucket, problem)
+            if len(self._cache) >= CACHE_LIMIT:     # bounded: hostile traffic cannot grow memory,
+                self._cache = {}                    # and a full cache is not re-decided per call
+            self._cache[bucket] = hit
+            self._cache[problem] = hit
         if hit.source != "measured":
             self._miss(problem)
         return hit
@@ -67,21 +70,26 @@ class Dispatcher:
             out[b] = (src.source if src else "rule", prev + n)
         return out
 
+    def cached(self) -> int:
+        """Decisions held in the cache (it is emptied when it reaches CACHE_LIMIT)."""
+        return len(self._cache)
+
     def swap_table(self, table: Table) -> None:
         """Atomically replace the table: a choose() sees the old or the new table, never a mix."""
         self.table = table
         self._cache = {}
 
     # -- off the fast path: once per bucket -------------------------------------------
-    def _decide(self, p: AttentionProblem) -> Decision:
+    def _decide(self, p: AttentionProblem, asked: AttentionProblem | None = None) -> Decision:
+        """The decision for bucket `p`; `asked` is the problem as the caller gave it (for messages)."""
         cands = candidates(self.registry, p, self.device)
         passed = {k: r for k, s in self.registry.items() if (r := eligible(s, p, self.device))}
         rule_pick, rule_notes = resolve(self.rule, p, self.device, cands, passed)
         if rule_pick is None:
-            raise LookupError(f"no kernel can serve {p} on {self.device.name}: "
+            raise LookupError(f"no kernel can serve {(asked or p).describe()} on {self.device.name}: "
                               + "; ".join(f"{k}: {', '.join(r)}" for k, r in passed.items()))
         allowed = {c.id for c in cands}
-        budget = max_relerr(p.kv_dtype, p.out_dtype, self.max_relerr)
+        budget = relerr_budget(p.kv_dtype, p.out_dtype, self.max_relerr)
         ranking = rank(self.table.timings(p), budget, rule_pick.id, allowed)
         if ranking is not None:
             return self._from_ranking(ranking, "measured", budget, "measured here")
@@ -94,7 +102,14 @@ class Dispatcher:
             if ranking is not None:
                 where = f"nearest measured shape batch_size={near.batch_size} q_len={near.q_len} kv_len={near.kv_len}"
                 return self._from_ranking(ranking, "nearest", budget, where)
-        why = f"no measurement of this shape family on {self.device.name}; rule {self.rule} picks {rule_pick.id}"
+        over = sorted(t.pipeline.id for t in self.table.timings(p) if t.relerr is not None and t.relerr > budget)
+        if over:
+            why = (f"every pipeline measured here is over the {budget:g} relative-error budget ({', '.join(over)}); "
+                   f"rule {self.rule} picks {rule_pick.id}")
+        elif self.db is not None and not self.db.exists():
+            why = f"no database {self.db.name!r} (see --db / $SWITCHYARD_DB); rule {self.rule} picks {rule_pick.id}"
+        else:
+            why = f"no measurement of this shape family on {self.device.name}; rule {self.rule} picks {rule_pick.id}"
         if rule_notes:
             why += " (passed over: " + "; ".join(rule_notes) + ")"
         return self._decision(rule_pick, None, None, "rule", why)
@@ -140,6 +155,31 @@ def resolve_device(device: str | None, envs: list[dict]) -> DeviceInfo:
     return named(spec, cc_t, rows[-1]["sm_count"] or 0)
 
 
+def rule_only(device: str | None = None, *, rule: str = DEFAULT_RULE,
+              registry: dict[str, KernelSpec] | None = None) -> Dispatcher:
+    """A dispatcher with no measurements: every decision is the rule's. `device` is a local device
+    (auto, cpu, cuda[:N]) or a GPU whose description Switchyard knows (dispatcher.device.KNOWN)."""
+    spec = device or "auto"
+    if spec in KNOWN:
+        dev = KNOWN[spec]
+    elif spec.lower() in LOCAL or spec.lower().startswith("cuda:"):
+        dev = describe(spec)
+    else:
+        raise ValueError(f"device {spec!r} is unknown without a database; name a local device (auto, cpu, "
+                         f"cuda:N) or one of {', '.join(KNOWN)}")
+    return Dispatcher(Table(), dev, registry, rule, None, default_timing_mode(dev))
+
+
+def device_of(db: str | os.PathLike | None, device: str | None) -> DeviceInfo:
+    """The device `device` names (see resolve_device), without loading its table."""
+    conn = store.open_readonly(db)
+    try:
+        return resolve_device(device, store.environments(conn) if conn else [])
+    finally:
+        if conn:
+            conn.close()
+
+
 def load(db: str | os.PathLike | None = None, device: str | None = None, *, rule: str = DEFAULT_RULE,
          timing_mode: str | None = None, max_relerr: float | None = None,
          registry: dict[str, KernelSpec] | None = None) -> Dispatcher:
@@ -155,7 +195,7 @@ def load(db: str | os.PathLike | None = None, device: str | None = None, *, rule
         if conn:
             conn.close()
     d = Dispatcher(table, dev, registry, rule, max_relerr, mode)
-    d.db = db
+    d.db = store.default_path(db)          # where it was read from: refresh and miss flushes use it
     return d
 
 

@@ -29,16 +29,26 @@ def _dtype(field: str, value: Any) -> str:
     return v
 
 
-def _positive_int(field: str, value: Any, upper: int) -> int:
+# The documented range of every integer field, inclusive: REST, the CLI and the store take the same.
+LIMITS: dict[str, tuple[int, int]] = {
+    "num_qo_heads": (1, 1024), "num_kv_heads": (1, 1024), "head_dim": (1, 1024), "page_size": (1, 4096),
+    "batch_size": (1, 1 << 16), "kv_len": (1, 1 << 24), "q_len": (1, 1 << 20), "window_left": (-1, 1 << 24),
+}
+
+
+def _int(field: str, value: Any) -> int:
+    lo, hi = LIMITS[field]
     if isinstance(value, bool) or not isinstance(value, int):
         try:
             if isinstance(value, bool) or float(value) != int(value):
                 raise ValueError
             value = int(value)
-        except (TypeError, ValueError):
-            raise ProblemError(field, f"{field} {value!r} is not an integer; give a whole number >= 1") from None
-    if not 1 <= value <= upper:
-        raise ProblemError(field, f"{field} {value} is out of range; use 1 <= {field} <= {upper}")
+        except (TypeError, ValueError, OverflowError):
+            raise ProblemError(field, f"{field} {value!r} is not an integer; give a whole number "
+                                      f"{lo} <= {field} <= {hi}") from None
+    if not lo <= value <= hi:
+        shown = value if abs(value) < 10**12 else f"{str(value)[:12]}..."
+        raise ProblemError(field, f"{field} {shown} is out of range; use {lo} <= {field} <= {hi}")
     return value
 
 
@@ -59,7 +69,7 @@ def next_pow2(n: int) -> int:
     return 1 << (n - 1).bit_length()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class AttentionProblem:
     """One attention call as a serving engine issues it (per GPU, after tensor parallelism).
 
@@ -70,8 +80,8 @@ class AttentionProblem:
     phase: str
     num_qo_heads: int
     num_kv_heads: int
-    head_dim: int
-    page_size: int
+    head_dim: int = 128
+    page_size: int = 16
     batch_size: int
     kv_len: int
     q_len: int = 1
@@ -86,22 +96,12 @@ class AttentionProblem:
         put = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 (frozen)
         if self.phase not in PHASES:
             raise ProblemError("phase", f"phase {self.phase!r} is not supported; use one of {', '.join(PHASES)}")
-        for f, upper in (("num_qo_heads", 1024), ("num_kv_heads", 1024), ("head_dim", 1024),
-                         ("page_size", 4096), ("batch_size", 1 << 16), ("kv_len", 1 << 24),
-                         ("q_len", 1 << 20)):
-            put(f, _positive_int(f, getattr(self, f), upper))
+        for f in LIMITS:
+            put(f, _int(f, getattr(self, f)))
         for f in ("q_dtype", "kv_dtype", "out_dtype"):
             put(f, _dtype(f, getattr(self, f)))
         put("causal", _flag("causal", self.causal))
         put("has_sinks", _flag("has_sinks", self.has_sinks))
-        try:
-            put("window_left", int(self.window_left))
-        except (TypeError, ValueError):
-            raise ProblemError("window_left", f"window_left {self.window_left!r} is not an integer; "
-                               "use -1 for no window or the number of tokens to the left") from None
-        if self.window_left < -1:
-            raise ProblemError("window_left", f"window_left {self.window_left} is out of range; "
-                               "use -1 for no window or a value >= 0")
         if self.num_qo_heads % self.num_kv_heads:
             raise ProblemError("num_qo_heads", f"num_qo_heads {self.num_qo_heads} is not divisible by "
                                f"num_kv_heads {self.num_kv_heads}; GQA needs a whole number of query heads per KV head")
@@ -144,8 +144,19 @@ class AttentionProblem:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    def describe(self) -> str:
+        """The problem in one short line, as it was asked (not its bucket)."""
+        sizes = f"batch {self.batch_size} x kv {self.kv_len}" + (f" x q {self.q_len}" if self.phase == "prefill" else "")
+        extra = "".join((" non-causal" if not self.causal else "", " sinks" if self.has_sinks else "",
+                         f" window {self.window_left}" if self.window_left >= 0 else ""))
+        return (f"{self.phase} {self.num_qo_heads}/{self.num_kv_heads} heads, head_dim {self.head_dim}, "
+                f"page {self.page_size}, {sizes}, q/kv/out {self.q_dtype}/{self.kv_dtype}/{self.out_dtype}{extra}")
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "AttentionProblem":
+        if not isinstance(data, Mapping):
+            raise ProblemError("problem", f"a problem is an object of fields (phase, num_qo_heads, ...), "
+                                          f"not {type(data).__name__} {str(data)[:40]!r}")
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
@@ -158,3 +169,5 @@ class AttentionProblem:
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(AttentionProblem))  # noqa: F811 (used by __post_init__)
+# the defaults of the optional fields: the CLI's flags and the REST models take these
+DEFAULTS = {f.name: f.default for f in dataclasses.fields(AttentionProblem) if f.default is not dataclasses.MISSING}

@@ -9,6 +9,7 @@ from .schema import SCHEMA_VERSION, StoreError
 
 DEFAULT_DB = "heuristics.db"
 ENV_VAR = "SWITCHYARD_DB"
+MISSES_KEPT = 10_000    # rows of the misses table; beyond it the rarest, then the oldest, are dropped
 
 
 def default_path(db: str | os.PathLike | None = None) -> Path:
@@ -88,6 +89,8 @@ def add_misses(db, device_name: str, timing_mode: str, counts: dict) -> None:
             for p, (source, n) in counts.items():
                 vals = [int(v) if isinstance(v, bool) else v for v in (getattr(p, c) for c in PROBLEM_COLUMNS)]
                 conn.execute(sql, [device_name, timing_mode, p.key(), *vals, source, n, stamp])
+            conn.execute("delete from misses where rowid in (select rowid from misses order by count asc, "
+                         "last_seen asc limit max(0, (select count(*) from misses) - ?))", [MISSES_KEPT])
     finally:
         conn.close()
 

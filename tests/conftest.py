@@ -62,14 +62,20 @@ def server(swept_db):
 
 
 @contextlib.contextmanager
-def serve(path, *args, token=None):
+def serve(path, *args, token=None, cwd=ROOT, env_extra=None, procs=None):
+    """`tuner serve` on a free port (`path` None: no --db flag); yields its URL. `procs`, a list, gets the process."""
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("SWITCHYARD_TOKEN", "SWITCHYARD_TOKEN_FILE")}
+    env = {k: v for k, v in os.environ.items() if k not in ("SWITCHYARD_TOKEN", "SWITCHYARD_TOKEN_FILE", "SWITCHYARD_DB")}
+    env["PYTHONPATH"] = str(ROOT)
+    env.update(env_extra or {})
     if token:
         env["SWITCHYARD_TOKEN"] = token
-    proc = subprocess.Popen([sys.executable, "-m", "tuner", "serve", "--port", str(port), "--db", str(path),
+    db_flag = ["--db", str(path)] if path is not None else []
+    proc = subprocess.Popen([sys.executable, "-m", "tuner", "serve", "--port", str(port), *db_flag,
                              "--log-level", "warning", *args],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+                            cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    if procs is not None:
+        procs.append(proc)
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 60
     while time.time() < deadline:

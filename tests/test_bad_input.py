@@ -22,8 +22,11 @@ def one_line_error(r, fragment):
     assert fragment in lines[0], lines[0]
 
 
-def test_missing_database_answers_by_rule(tmp_path):
-    r = tuner(*DECIDE, "--db", str(tmp_path / "none.db"), "--device", "cpu")
+def test_a_missing_database_is_an_error_and_db_none_answers_by_rule(tmp_path):
+    # a mistyped --db used to answer from the rule with rc 0, as if nothing were wrong
+    for cmd in (DECIDE, ["show"], ["report"], ["evaluate"], ["export", "--out", str(tmp_path / "x.jsonl")]):
+        one_line_error(tuner(*cmd, "--db", str(tmp_path / "none.db")), "none.db: no such database")
+    r = tuner(*DECIDE, "--db", "none", "--device", "cpu")
     assert r.returncode == 0 and '"source": "rule"' in r.stdout
 
 

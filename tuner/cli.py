@@ -13,9 +13,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table as RichTable
 
 from dispatcher import AttentionProblem, ProblemError, StoreError, load
+from dispatcher.dispatch import rule_only
+from dispatcher.problem import DEFAULTS
+from dispatcher.store import default_path
 from dispatcher.registry import RegistryError
 
 from . import library
+from .problem_files import iter_problems, read_problems
 from .sweep import SweepOptions
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -24,6 +28,8 @@ out = Console()
 err = Console(stderr=True)
 
 Db = Annotated[Optional[str], typer.Option("--db", help="SQLite store (default: $SWITCHYARD_DB or ./heuristics.db)")]
+DecideDb = Annotated[Optional[str], typer.Option("--db", help="SQLite store (default: $SWITCHYARD_DB or ./heuristics.db); "
+                                                             "none: decide by the built-in rule alone")]
 Dev = Annotated[Optional[str], typer.Option("--device", help="auto | cpu | cuda[:N] | a device name in the database")]
 
 
@@ -37,6 +43,25 @@ def friendly(fn):
             err.print(f"[red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
             raise typer.Exit(2)
     return run
+
+
+def require_db(db: str | None) -> None:
+    """A read command on a database that does not exist is a mistake (a mistyped --db), not an empty answer."""
+    path = default_path(db)
+    if not path.exists():
+        raise ValueError(f"{path}: no such database; run `tuner sweep` to make one, or point --db "
+                         "(or $SWITCHYARD_DB) at a heuristics.db")
+
+
+def _dispatcher(db: str | None, device: str | None):
+    """The dispatcher `tuner decide` asks: from the database, or from the rule alone with --db none."""
+    if db is not None and db.strip().lower() == "none":
+        return rule_only(device)
+    try:
+        require_db(db)
+    except ValueError as e:
+        raise ValueError(f"{e}; or pass --db none to decide by the built-in rule alone") from None
+    return load(db, device)
 
 
 def csv(text: str | None, cast=str, name: str = "") -> tuple | None:
@@ -106,7 +131,7 @@ def sweep(
     if devices:
         return _devices_sweep(req, problems, db, opts, devices)
     dev = describe(req.device)
-    explicit = _read_problems(problems) if problems else None
+    explicit = read_problems(problems) if problems else None
     total = len(explicit) if explicit is not None else len(library.sweep_problems(req, dev))   # bad options fail before the bar
     if search == "adaptive":
         total = library.adaptive_total(explicit or library.sweep_problems(req, dev), budget)
@@ -136,7 +161,7 @@ def _devices_sweep(req, problems, db, opts, spec: str) -> None:
     from .isolation import label
     from .store import Store
     devs = parse_devices(spec)
-    probs = _read_problems(problems) if problems else library.sweep_problems(req, devs[0])
+    probs = read_problems(problems) if problems else library.sweep_problems(req, devs[0])
     mode = req.timing or default_timing_mode(devs[0])
     Store(db).close()
     with _bar() as bar:
@@ -156,7 +181,7 @@ def _ray_sweep(req, problems, db, opts, address: str, shards: int | None) -> Non
     from .ray_sweep import ray_sweep
     from .store import Store
     Store(db).close()
-    probs = _read_problems(problems) if problems else None
+    probs = read_problems(problems) if problems else None
     with _bar() as bar:
         task = bar.add_task("shards", total=None, now="")
 
@@ -176,22 +201,6 @@ def _bar() -> Progress:
     return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                     TextColumn("eta"), TimeRemainingColumn(), TextColumn("{task.fields[now]}"), console=err,
                     transient=False)
-
-
-def _read_problems(path: str) -> list[AttentionProblem]:
-    out = []
-    with (sys.stdin if path == "-" else open(path)) as f:
-        for n, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    out.append(AttentionProblem.from_dict(json.loads(line)))
-                except json.JSONDecodeError as e:
-                    raise ValueError(f"line {n} of {path} is not JSON: {e.msg}") from None
-                except ProblemError as e:
-                    raise ProblemError(e.field, f"line {n} of {path}: {e}") from None
-    if not out:
-        raise ValueError(f"{path} holds no problems; write one JSON problem per line")
-    return out
 
 
 def _print_summary(report) -> None:
@@ -225,40 +234,34 @@ def decide(
     phase: Annotated[Optional[str], typer.Option(help="decode | prefill")] = None,
     num_qo_heads: Annotated[Optional[int], typer.Option()] = None,
     num_kv_heads: Annotated[Optional[int], typer.Option()] = None,
-    head_dim: Annotated[int, typer.Option()] = 128,
-    page_size: Annotated[int, typer.Option()] = 16,
+    head_dim: Annotated[int, typer.Option()] = DEFAULTS["head_dim"],
+    page_size: Annotated[int, typer.Option()] = DEFAULTS["page_size"],
     batch_size: Annotated[Optional[int], typer.Option()] = None,
     kv_len: Annotated[Optional[int], typer.Option()] = None,
-    q_len: Annotated[int, typer.Option()] = 1,
-    q_dtype: Annotated[str, typer.Option()] = "bf16",
-    kv_dtype: Annotated[str, typer.Option()] = "bf16",
-    out_dtype: Annotated[str, typer.Option()] = "bf16",
-    causal: Annotated[bool, typer.Option()] = True,
-    window_left: Annotated[int, typer.Option()] = -1,
-    has_sinks: Annotated[bool, typer.Option()] = False,
+    q_len: Annotated[int, typer.Option()] = DEFAULTS["q_len"],
+    q_dtype: Annotated[str, typer.Option()] = DEFAULTS["q_dtype"],
+    kv_dtype: Annotated[str, typer.Option()] = DEFAULTS["kv_dtype"],
+    out_dtype: Annotated[str, typer.Option()] = DEFAULTS["out_dtype"],
+    causal: Annotated[bool, typer.Option()] = DEFAULTS["causal"],
+    window_left: Annotated[int, typer.Option()] = DEFAULTS["window_left"],
+    has_sinks: Annotated[bool, typer.Option()] = DEFAULTS["has_sinks"],
     input: Annotated[Optional[str], typer.Option("--input", help="JSON lines of problems ('-': stdin); one decision per line out")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the decision as JSON")] = False,
     device: Dev = None,
-    db: Db = None,
+    db: DecideDb = None,
 ):
     """Which pipeline to run for one problem (or each line of --input).
 
     Example: tuner decide --device "NVIDIA H200" --phase decode --num-qo-heads 40 --num-kv-heads 8
     --batch-size 12 --kv-len 1900 --kv-dtype fp8 --out-dtype fp8
     """
-    d = load(db, device)
     if input is not None:
-        stream = sys.stdin if input == "-" else open(input)
-        with stream:
-            for n, line in enumerate(stream, 1):
-                if line.strip():
-                    try:
-                        prob = AttentionProblem.from_dict(json.loads(line))
-                    except json.JSONDecodeError as e:
-                        raise ValueError(f"line {n} of {input} is not JSON: {e.msg}") from None
-                    except ProblemError as e:
-                        raise ProblemError(e.field, f"line {n}: {e}") from None
-                    print(json.dumps(d.choose(prob).to_dict()), flush=True)
+        d = None                      # loaded at the first problem: a bad line is reported as such
+        for prob in iter_problems(input):
+            d = d or _dispatcher(db, device)
+            print(json.dumps(d.choose(prob).to_dict()), flush=True)
+        if d is None:
+            _dispatcher(db, device)
         return
     missing = [f for f, v in (("--phase", phase), ("--num-qo-heads", num_qo_heads), ("--num-kv-heads", num_kv_heads),
                                ("--batch-size", batch_size), ("--kv-len", kv_len)) if v is None]
@@ -268,7 +271,7 @@ def decide(
                             page_size=page_size, batch_size=batch_size, kv_len=kv_len, q_len=q_len, q_dtype=q_dtype,
                             kv_dtype=kv_dtype, out_dtype=out_dtype, causal=causal, window_left=window_left,
                             has_sinks=has_sinks)
-    dec = d.choose(prob)
+    dec = _dispatcher(db, device).choose(prob)
     if as_json:
         print(json.dumps(dec.to_dict()))
         return
@@ -283,6 +286,7 @@ def decide(
 @friendly
 def show(db: Db = None, as_json: Annotated[bool, typer.Option("--json")] = False):
     """Environments, counts of measurements and winners, and coverage of a database."""
+    require_db(db)
     info = library.overview(db)
     if as_json:
         print(json.dumps(info, default=str))
@@ -312,6 +316,7 @@ def evaluate(db: Db = None, device: Dev = None,
     from .evaluate import evaluate as run_eval
     if not 0 < holdout < 1:
         raise ValueError(f"--holdout {holdout} is out of range; use a fraction between 0 and 1, e.g. 0.2")
+    require_db(db)
     if train is not None or adaptive is not None:
         from .evaluate import evaluate_adaptive, evaluate_trained
         res = evaluate_trained(db, train, device) if train is not None else evaluate_adaptive(db, device, adaptive, seed)
@@ -373,6 +378,7 @@ def report(db: Db = None, device: Dev = None,
 
     Without --out: Markdown winner maps on stdout. Example: tuner report --device "NVIDIA H200" --out report/
     """
+    require_db(db)
     if out_dir is None:
         from .report import winner_maps
         print(winner_maps(db, device))
@@ -391,6 +397,7 @@ def export_(out_path: Annotated[str, typer.Option("--out", help="file (jsonl) or
             format: Annotated[str, typer.Option("--format", help="jsonl | vllm-json")] = "jsonl",
             db: Db = None, device: Dev = None):
     """Export measurements (jsonl, to merge on another host) or per-device decisions (vllm-json)."""
+    require_db(db)
     from pathlib import Path
 
     from .transfer import export_jsonl, export_vllm_json
@@ -417,26 +424,62 @@ def import_(path: Annotated[str, typer.Argument(help="a .jsonl file written by t
     out.print(f"merged {r['problems']} problems in {r['environments']} environment(s) into {db or 'heuristics.db'}")
 
 
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
+
+
 @app.command()
 @friendly
 def serve(host: Annotated[str, typer.Option(help="bind address (loopback by default)")] = "127.0.0.1",
-          port: Annotated[int, typer.Option()] = 8177, db: Db = None, device: Dev = None,
+          port: Annotated[int, typer.Option(min=0, max=65535)] = 8177, db: Db = None, device: Dev = None,
           token_file: Annotated[Optional[str], typer.Option(help="file holding the bearer token for write endpoints "
                                                                 "(or set SWITCHYARD_TOKEN)")] = None,
-          tune_misses: Annotated[bool, typer.Option(help="measure the most frequent misses when no sweep runs")] = False,
-          refresh_s: Annotated[float, typer.Option(help="how often to check the database for new winners")] = 2.0,
-          idle_s: Annotated[float, typer.Option(help="idle time before tuning misses")] = 5.0,
-          log_level: Annotated[str, typer.Option()] = "info"):
+          tune_misses: Annotated[bool, typer.Option(help="measure the most frequent misses when no sweep runs "
+                                                         "(needs writes enabled: a token)")] = False,
+          tune_misses_without_token: Annotated[bool, typer.Option(
+              help="tune misses even without a token: unauthenticated readers then choose what this host measures, "
+                   "within the bounds POST /v1/sweeps has")] = False,
+          refresh_s: Annotated[float, typer.Option(min=0.05, help="how often to check the database for new winners")] = 2.0,
+          idle_s: Annotated[float, typer.Option(min=0.05, help="idle time before tuning misses")] = 5.0,
+          log_level: Annotated[str, typer.Option(help="critical | error | warning | info | debug | trace")] = "info",
+          request_timeout_s: Annotated[float, typer.Option(min=0.1, help="a connection must send a whole request "
+                                                                         "within this long, or it is closed")] = 10.0,
+          max_connections: Annotated[int, typer.Option(min=1, help="open connections at most; more are closed at once")] = 512):
     """Run the daemon: decisions over REST (docs at /docs), background sweeps, metrics at /metrics.
 
     Example: SWITCHYARD_TOKEN=secret tuner serve --tune-misses
     """
+    import logging
+
     import uvicorn
 
+    from api.auth import configured_token
+    from api.guard import uvicorn_settings
     from api.main import create_app
-    app = create_app(db=db, device=device, token_file=token_file, tune_misses=tune_misses,
+    from dispatcher.dispatch import device_of
+    from dispatcher.store import open_readonly
+
+    from .store import Store
+    if log_level.lower() not in LOG_LEVELS:
+        raise ValueError(f"--log-level {log_level!r} is not one of {', '.join(LOG_LEVELS)}")
+    token = configured_token(token_file)
+    policy = "anyone" if tune_misses_without_token else "writers" if tune_misses else "off"
+    if not default_path(db).exists():
+        if not token:
+            require_db(db)                  # read-only daemon: nothing would ever fill a new database
+        Store(db).close()                   # a writable daemon sweeps into a new one
+        err.print(f"{default_path(db)}: a new, empty database (POST /v1/sweeps fills it)", highlight=False)
+    conn = open_readonly(db)                # garbage, another program's file, a directory: one line here
+    if conn is not None:
+        conn.close()
+    device_of(db, device)                   # a device neither here nor in the database: one line here
+    app = create_app(db=db, device=device, token_file=token_file, tune_misses=policy,
                      refresh_s=refresh_s, idle_s=idle_s)
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    access = logging.getLogger("switchyard.access")
+    if not access.handlers:
+        access.addHandler(logging.StreamHandler(sys.stdout))
+    access.setLevel(logging.INFO if log_level.lower() in ("info", "debug", "trace") else logging.WARNING)
+    uvicorn.run(app, host=host, port=port, log_level=log_level.lower(),
+                **uvicorn_settings(request_timeout_s, max_connections))
 
 
 def _ray_flag(argv: list[str]) -> list[str]:
@@ -457,6 +500,9 @@ def main() -> None:
     except ImportError:
         from click.exceptions import UsageError
     argv = _ray_flag(sys.argv[1:])
+    if not argv:                     # bare `tuner`: its help, and no error (click's would add an empty one)
+        app(args=["--help"], standalone_mode=False)
+        sys.exit(0)
     try:
         rc = app(args=argv, standalone_mode=False)
     except UsageError as e:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from dispatcher.device import DeviceInfo, describe
 from dispatcher.dispatch import default_timing_mode
-from dispatcher.problem import AttentionProblem
+from dispatcher.problem import DTYPES, PHASES, AttentionProblem
 from dispatcher.registry import load_registry
 from dispatcher.schema import StoreError
 from dispatcher.store import default_path, environments, open_readonly
@@ -19,8 +19,28 @@ from .store import Store, is_shipped
 from .sweep import SweepOptions, SweepReport, isolated, run_sweep
 
 
+GRIDS = {"quick": QUICK, "full": FULL}
+
+
+def sweep_page_sizes() -> tuple[int, ...]:
+    """The page sizes a grid may use: those some kernel declares (the TRT-LLM kernels take powers of
+    two from 16); a kernel that takes any page size declares none."""
+    return tuple(sorted({n for s in load_registry().values() for n in (s.page_sizes or ())}))
+
+
+def _one_of(name: str, values: tuple, allowed: tuple) -> None:
+    if not values:
+        raise ValueError(f"{name} is empty; give at least one of {', '.join(map(str, allowed))}")
+    bad = [v for v in values if v not in allowed]
+    if bad:
+        raise ValueError(f"{name} {bad[0]!r} is not supported; use {', '.join(map(str, allowed))}")
+    if len(set(values)) != len(values):
+        raise ValueError(f"{name} lists {values!r} with repeats; name each once")
+
+
 @dataclass(frozen=True)
 class SweepRequest:
+    """A preset sweep's options, validated on creation (the CLI and POST /v1/sweeps both build one)."""
     model: str = "llama4-scout"
     tps: tuple[int, ...] | None = None
     phases: tuple[str, ...] = ("decode", "prefill")
@@ -31,11 +51,27 @@ class SweepRequest:
     device: str = "auto"
     timing: str | None = None      # None: graph on CUDA, wall on the CPU
 
+    def __post_init__(self) -> None:
+        m = preset(self.model)
+        for tp in self.tps or ():
+            if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
+                raise ValueError(f"tp {tp!r} is not a tensor-parallel size; give a whole number >= 1")
+            m.heads(tp)                                   # says which sizes divide the model's heads
+        if self.tps is not None:
+            _one_of("tp", self.tps, tuple(sorted(set(self.tps))))
+        _one_of("phase", self.phases, PHASES)
+        _one_of("kv dtype", self.kv_dtypes, DTYPES)
+        _one_of("out dtype", self.out_dtypes, DTYPES)
+        if self.page_sizes is not None:
+            _one_of("page size", self.page_sizes, sweep_page_sizes())
+        if self.grid is not None and self.grid not in GRIDS:
+            raise ValueError(f"grid {self.grid!r} is not one of {', '.join(GRIDS)}")
+
 
 def sweep_problems(req: SweepRequest, dev: DeviceInfo) -> list[AttentionProblem]:
     m = preset(req.model)
     on_cpu = dev.kind == "cpu"
-    grid = {"quick": QUICK, "full": FULL}[req.grid or ("quick" if on_cpu else "full")]
+    grid = GRIDS[req.grid or ("quick" if on_cpu else "full")]
     tps = list(req.tps or ((1,) if on_cpu else m.default_tps))
     pages = list(req.page_sizes or ((16,) if on_cpu else (16, 32)))
     # one layer's cache may take its share of 3/4 of the GPU (the rest: weights, activations)

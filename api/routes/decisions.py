@@ -44,9 +44,6 @@ def decision(q: Annotated[ProblemQuery, Query()], ds: DispatchersDep, request: R
     except LookupError as e:
         raise unservable(e, ["query"]) from None
     request.app.state.metrics.decisions[dec.source] += 1
-    fast = request.app.state.fast
-    if fast is not None:                 # the next identical query skips parsing (api/fast.py)
-        fast.remember(request.scope["query_string"], problem, q.device)
     return dec.to_dict()
 
 

@@ -4,34 +4,29 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException
 
 from dispatcher import AttentionProblem, ProblemError
-from tuner.inputs import working_bytes
 from tuner.library import SweepRequest, sweep_problems
 
+from ..admission import too_big
 from ..auth import Writer
 from ..deps import JobsDep
-from ..jobs import QueueFull
+from ..jobs import JobManager, QueueFull
 from ..schemas import MAX_PRESET_PROBLEMS, SweepCreate, SweepPublic
 from .decisions import to_problem
 
 router = APIRouter(prefix="/v1", tags=["sweeps"])
 
 
-def max_sweep_bytes(jobs) -> int:
-    """The largest problem a sweep may allocate: a quarter of the device's memory, 2 GiB on the CPU."""
-    return jobs.device.memory_bytes // 4 if jobs.device.kind == "cuda" else 2 * 2**30
-
-
-def _problems(body: SweepCreate, jobs) -> tuple[str, list[AttentionProblem]]:
+def _problems(body: SweepCreate, jobs: JobManager) -> tuple[str, list[AttentionProblem]]:
     if (body.model is None) == (body.problems is None):
         raise HTTPException(422, detail="give either 'model' (a preset with options) or 'problems' (a list), not both")
     if body.problems is not None:
+        if not body.problems:
+            raise HTTPException(422, detail="'problems' is empty; give at least one problem to sweep")
         return "problems", [to_problem(p, ["body", "problems", i]) for i, p in enumerate(body.problems)]
     try:
-        req = SweepRequest(model=body.model, tps=tuple(body.tp) if body.tp else None, phases=tuple(body.phases),
-                           kv_dtypes=tuple(body.kv_dtypes), out_dtypes=tuple(body.out_dtypes),
-                           page_sizes=tuple(body.page_sizes) if body.page_sizes else None, grid=body.grid)
-        if body.grid not in (None, "quick", "full"):
-            raise ValueError(f"grid {body.grid!r} is not quick or full")
+        req = SweepRequest(model=body.model, tps=tuple(body.tp) if body.tp is not None else None,
+                           phases=tuple(body.phases), kv_dtypes=tuple(body.kv_dtypes), out_dtypes=tuple(body.out_dtypes),
+                           page_sizes=tuple(body.page_sizes) if body.page_sizes is not None else None, grid=body.grid)
         probs = sweep_problems(req, jobs.device)
     except (ProblemError, ValueError) as e:
         raise HTTPException(422, detail=str(e)) from None
@@ -45,11 +40,10 @@ def _problems(body: SweepCreate, jobs) -> tuple[str, list[AttentionProblem]]:
 def create(body: SweepCreate, jobs: JobsDep):
     """Queue a sweep on the daemon's device; one runs at a time, the rest wait."""
     kind, probs = _problems(body, jobs)
-    limit = max_sweep_bytes(jobs)
     for i, p in enumerate(probs):
-        if working_bytes(p) > limit:
-            raise HTTPException(422, detail=f"problem {i} needs ~{working_bytes(p) / 2**30:.1f} GiB; a sweep may "
-                                            f"allocate at most {limit / 2**30:.1f} GiB per problem on {jobs.device.name}")
+        why = too_big(p, jobs.device)
+        if why is not None:
+            raise HTTPException(422, detail=f"problem {i} {why}")
     try:
         return jobs.submit(kind, probs).public()
     except QueueFull as e:

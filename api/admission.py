@@ -1,0 +1,22 @@
+"""What a sweep on the daemon may measure: the same bounds for a token-holder's POST /v1/sweeps and
+for the misses the daemon tunes on its own (api/jobs.py)."""
+from __future__ import annotations
+
+from dispatcher import AttentionProblem
+from dispatcher.device import DeviceInfo
+from tuner.inputs import working_bytes
+
+
+def max_sweep_bytes(device: DeviceInfo) -> int:
+    """The largest problem a sweep may allocate: a quarter of the device's memory, 2 GiB on the CPU."""
+    return device.memory_bytes // 4 if device.kind == "cuda" else 2 * 2**30
+
+
+def too_big(p: AttentionProblem, device: DeviceInfo) -> str | None:
+    """Why `p` may not be swept on `device` (its size), or None."""
+    limit = max_sweep_bytes(device)
+    need = working_bytes(p)
+    if need <= limit:
+        return None
+    return (f"needs ~{need / 2**30:.1f} GiB; a sweep may allocate at most {limit / 2**30:.1f} GiB per problem "
+            f"on {device.name}")
