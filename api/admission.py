@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dispatcher import AttentionProblem
 from dispatcher.device import DeviceInfo
-from tuner.inputs import working_bytes
+from tuner.sizes import working_bytes
 
 
 def max_sweep_bytes(device: DeviceInfo) -> int:

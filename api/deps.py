@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import re
 import threading
-from pathlib import Path
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -11,12 +10,14 @@ from fastapi import Depends, Request
 from dispatcher import Dispatcher, load
 from dispatcher.dispatch import default_timing_mode, device_of
 from dispatcher.live import Live, keep_fresh
+from dispatcher.store import DbPath
 
 from .jobs import JobManager
 
 MAX_DEVICE_CHARS = 128
 SPELLINGS_KEPT = 256        # device spellings remembered (each maps to one of the dispatchers)
 _CUDA = re.compile(r"cuda:0*([0-9]{1,3})")
+DeviceKey = tuple[str, int, str]     # device name, index, timing mode
 
 
 def canonical_device(spec: str | None) -> str:
@@ -37,10 +38,10 @@ class Dispatchers:
     are canonicalised and resolved to the device they name, so the count is bounded by the devices
     of this host and of the database, whatever the traffic."""
 
-    def __init__(self, db: str | Path | None, default_device: str | None, refresh_s: float = 2.0):
+    def __init__(self, db: DbPath, default_device: str | None, refresh_s: float = 2.0):
         self.db, self.default_device, self.refresh_s = db, default_device, refresh_s
-        self._by_device: dict[tuple, Dispatcher] = {}
-        self._spellings: dict[str, tuple] = {}
+        self._by_device: dict[DeviceKey, Dispatcher] = {}
+        self._spellings: dict[str, DeviceKey] = {}
         self._live: list[Live] = []
         self._lock = threading.Lock()   # only around a first load, never on a cached lookup
 
@@ -71,11 +72,13 @@ class Dispatchers:
 
 
 def get_dispatchers(request: Request) -> Dispatchers:
-    return request.app.state.dispatchers
+    ds: Dispatchers = request.app.state.dispatchers
+    return ds
 
 
 def get_jobs(request: Request) -> JobManager:
-    return request.app.state.jobs
+    jobs: JobManager = request.app.state.jobs
+    return jobs
 
 
 DispatchersDep = Annotated[Dispatchers, Depends(get_dispatchers)]

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import re
 import time
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 from urllib.parse import parse_qsl
 
 from dispatcher import AttentionProblem, ProblemError

@@ -70,7 +70,8 @@ class GuardedH11(H11Protocol):
         super().connection_lost(exc)
 
 
-def uvicorn_settings(request_timeout_s: float = REQUEST_TIMEOUT_S, max_connections: int = MAX_CONNECTIONS) -> dict[str, Any]:
+def uvicorn_settings(request_timeout_s: float = REQUEST_TIMEOUT_S,
+                     max_connections: int = MAX_CONNECTIONS) -> dict[str, Any]:
     """Keyword arguments for uvicorn.run that apply the bounds above."""
     protocol = type("GuardedH11", (GuardedH11,), {"request_timeout_s": request_timeout_s,
                                                   "max_connections": max_connections})
@@ -80,7 +81,8 @@ def uvicorn_settings(request_timeout_s: float = REQUEST_TIMEOUT_S, max_connectio
 
 def log_request(scope: dict[str, Any], status: int, seconds: float) -> None:
     if access.isEnabledFor(logging.INFO):
-        target = scope.get("path", "") + ("?" + scope["query_string"].decode("latin-1") if scope.get("query_string") else "")
+        query = scope.get("query_string", b"").decode("latin-1")
+        target = scope.get("path", "") + (f"?{query}" if query else "")
         if len(target) > LOG_TARGET_CHARS:
             target = f"{target[:LOG_TARGET_CHARS]}...({len(target)} chars)"
         client = scope.get("client") or ("-", 0)

@@ -8,6 +8,8 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 from dispatcher import StoreError, store
 from dispatcher.device import DeviceInfo
@@ -16,6 +18,11 @@ from dispatcher.problem import FIELDS, AttentionProblem
 
 from .admission import too_big
 
+if TYPE_CHECKING:
+    from tuner.sweep import ProblemOutcome
+
+JobKind = Literal["preset", "problems", "misses"]
+JobState = Literal["queued", "running", "done", "cancelled", "failed"]
 MAX_QUEUED = 4
 JOBS_KEPT = 256                             # jobs listed by GET /v1/sweeps; the oldest finished go first
 TUNE_MISSES = ("off", "writers", "anyone")   # who may make the daemon measure a miss (api/main.py)
@@ -29,19 +36,19 @@ class QueueFull(Exception):
 @dataclass
 class Job:
     id: str
-    kind: str                        # "preset" | "problems" | "misses"
+    kind: JobKind
     problems: list[AttentionProblem]
-    state: str = "queued"            # queued | running | done | cancelled | failed
+    state: JobState = "queued"
     done: int = 0
     measured: int = 0
-    counts: dict = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
     error: str | None = None
     created_at: float = field(default_factory=time.time)
     started_at: float | None = None
     finished_at: float | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
 
-    def public(self) -> dict:
+    def public(self) -> dict[str, Any]:
         total = len(self.problems)
         eta = None
         if self.state == "running" and self.done and self.started_at:
@@ -53,7 +60,8 @@ class Job:
 
 
 class JobManager:
-    def __init__(self, db, device: DeviceInfo, tune_misses: bool = False, idle_s: float = 5.0, misses_per_job: int = 16):
+    def __init__(self, db: str | Path | None, device: DeviceInfo, tune_misses: bool = False, idle_s: float = 5.0,
+                 misses_per_job: int = 16):
         self.db, self.device = db, device
         self.jobs: dict[str, Job] = {}
         self._queue: queue.Queue[Job] = queue.Queue()
@@ -68,7 +76,7 @@ class JobManager:
         """Jobs waiting to start (a cancelled one frees its slot at once)."""
         return sum(j.state == "queued" for j in self.jobs.values())
 
-    def submit(self, kind: str, problems: list[AttentionProblem]) -> Job:
+    def submit(self, kind: JobKind, problems: list[AttentionProblem]) -> Job:
         if not problems:
             raise ValueError("a sweep needs at least one problem")
         with self._lock:
@@ -121,10 +129,10 @@ class JobManager:
 
     def _execute(self, job: Job) -> None:
         from tuner.library import run_problems
-        from tuner.sweep import SweepOptions
+        from tuner.options import SweepOptions
         job.state, job.started_at = "running", time.time()
 
-        def tick(outcome):
+        def tick(outcome: ProblemOutcome) -> None:
             job.done += 1
             job.measured += len(outcome.rows)
             for r in outcome.rows:

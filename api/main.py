@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import AsyncIterator
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -37,10 +37,12 @@ def db_problem(db: str | Path | None) -> str | None:
 
 
 def create_app(db: str | Path | None = None, device: str | None = None, token_file: str | None = None,
-               tune_misses: str = "off", refresh_s: float = 2.0, idle_s: float = 5.0) -> FastAPI:
+               tune_misses: str = "off", refresh_s: float = 2.0, idle_s: float = 5.0,
+               token: str | None = None) -> FastAPI:
     """tune_misses: "off"; "writers" (only with a token configured); "anyone" (also without one:
-    unauthenticated readers then choose what this host measures, within the sweep bounds)."""
-    token = configured_token(token_file)
+    unauthenticated readers then choose what this host measures, within the sweep bounds).
+    The write token: `token`, else --token-file / $SWITCHYARD_TOKEN_FILE / $SWITCHYARD_TOKEN."""
+    token = token or configured_token(token_file)
     if tune_misses not in TUNE_MISSES:
         raise ValueError(f"tune_misses {tune_misses!r} is not one of {', '.join(TUNE_MISSES)}")
     if tune_misses == "writers" and not token:
@@ -100,7 +102,8 @@ def create_app(db: str | Path | None = None, device: str | None = None, token_fi
         for j in jobs.jobs.values():
             by_state[j.state] = by_state.get(j.state, 0) + 1
         ds = app.state.dispatchers.all()
-        return app.state.metrics.render({
+        metrics: Metrics = app.state.metrics
+        return metrics.render({
             "switchyard_measurements_stored": ("Measurements in the database.", [({}, stored)]),
             "switchyard_sweep_progress": ("Fraction done of the running sweep.",
                                           [({"id": j.id}, j.done / max(len(j.problems), 1)) for j in running]),

@@ -9,8 +9,9 @@ BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
 
 class Metrics:
     def __init__(self) -> None:
-        self.decisions: Counter = Counter()
-        self._lat = {}            # route -> [bucket counts..., +Inf], sum, count
+        self.decisions: Counter[str] = Counter()
+        # route -> ([count per bucket..., +Inf], [sum of seconds, count])
+        self._lat: dict[str, tuple[list[int], list[float]]] = {}
         self._lock = threading.Lock()
 
     def observe(self, route: str, seconds: float) -> None:
@@ -23,7 +24,7 @@ class Metrics:
             s[0] += seconds
             s[1] += 1
 
-    def render(self, gauges: dict[str, tuple[str, list[tuple[dict, float]]]]) -> str:
+    def render(self, gauges: dict[str, tuple[str, list[tuple[dict[str, str], float]]]]) -> str:
         out = ["# HELP switchyard_decisions_total Decisions answered, by source.",
                "# TYPE switchyard_decisions_total counter"]
         for src in ("measured", "learned", "nearest", "rule"):

@@ -1,7 +1,7 @@
 """Request and response models. Problem rules live in dispatcher.AttentionProblem, not here."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -49,7 +49,7 @@ class DecisionPublic(BaseModel):
     device: str
     reason: str
     pipeline: str
-    tactic: dict
+    tactic: dict[str, Any]
     q_quant: bool
     out_quant: bool
     relerr: Optional[float]
@@ -75,7 +75,8 @@ class SweepCreate(BaseModel):
     phases: list[str] = Field(["decode", "prefill"], max_length=2)
     kv_dtypes: list[str] = Field(["bf16", "fp8"], max_length=3)
     out_dtypes: list[str] = Field(["bf16", "fp8"], max_length=3)
-    page_sizes: Optional[list[int]] = Field(None, max_length=4, description="page sizes the kernels take: 16, 32, 64, 128")
+    page_sizes: Optional[list[int]] = Field(None, max_length=4, description="page sizes the kernels take: 16, 32, 64, "
+                                                                            "128")
     grid: Optional[str] = Field(None, description="quick | full (default: full on a GPU, quick on the CPU)")
     problems: Optional[list[ProblemIn]] = Field(None, max_length=MAX_SWEEP_PROBLEMS)
 
@@ -89,7 +90,7 @@ class SweepPublic(BaseModel):
     progress: float
     eta_s: Optional[float]
     measured: int
-    counts: dict
+    counts: dict[str, int]
     error: Optional[str]
     created_at: float
     started_at: Optional[float]

@@ -71,7 +71,7 @@ def oversized(url: str, i: int) -> int:
         try:
             s.sendall(req)
             head = s.recv(64)
-        except (ConnectionResetError, BrokenPipeError, socket.timeout):
+        except (TimeoutError, ConnectionResetError, BrokenPipeError):
             return 0
     return int(head.split()[1]) if head.startswith(b"HTTP/1.1 ") else 0
 
@@ -122,7 +122,8 @@ def main() -> None:
                                                                                             "switchyard_dispatchers"))]
         print(f"distinct problems: {a.distinct}, statuses {statuses}; oversized: {a.oversized}, statuses {big} "
               "(0: no answer within a second)")
-        print(f"RSS MB: start {start:.0f}, after the distinct flood {after_distinct:.0f}, end {end:.0f}, peak {peak:.0f}; "
+        print(f"RSS MB: start {start:.0f}, after the distinct flood {after_distinct:.0f}, end {end:.0f}, peak "
+              f"{peak:.0f}; "
               f"growth {end - start:.0f} MB; {time.time() - t0:.0f} s")
         print("; ".join(cached))
         verdict = "within" if peak - start <= a.bound_mb else "OVER"

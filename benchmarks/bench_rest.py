@@ -98,7 +98,7 @@ def main() -> None:
                "max_ms": round(lat[-1] * 1e3, 3), "errors": len(errors), "clients": a.clients}
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
         blat, berr = [], 0
-        for i in range(a.batch_requests):
+        for _ in range(a.batch_requests):
             payload = json.dumps({"problems": problems(256, rng)})
             t = time.perf_counter()
             conn.request("POST", "/v1/decisions", payload, {"content-type": "application/json"})
@@ -109,7 +109,8 @@ def main() -> None:
                 berr += 1
         blat.sort()
         post = {"requests": a.batch_requests, "problems_per_request": 256,
-                "p50_ms": round(statistics.median(blat) * 1e3, 2), "p99_ms": round(blat[int(len(blat) * 0.99)] * 1e3, 2),
+                "p50_ms": round(statistics.median(blat) * 1e3, 2),
+                "p99_ms": round(blat[int(len(blat) * 0.99)] * 1e3, 2),
                 "decisions_per_s": round(256 * len(blat) / sum(blat)), "errors": berr}
         print(json.dumps({"get_decision": get, "post_decisions_256": post}, indent=1))
     finally:

@@ -10,7 +10,7 @@ import argparse
 import math
 
 import dispatcher.table as table
-from tuner.evaluate import evaluate
+from tuner.analysis.evaluate import evaluate
 
 
 def summary(db: str, seeds: int, show: bool = False) -> dict:

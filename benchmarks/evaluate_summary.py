@@ -5,7 +5,8 @@ import sys
 
 runs = [json.load(open(p)) for p in sys.argv[1:]]
 orc = runs[0]["oracle_vs_rules"]
-print("| configuration | best vs vllm-2026 (gm / max) | best vs vllm-2025 (gm / max) | learned regret gm per seed | learned regret max | learned vs vllm-2026 gm | slower than a rule |")
+print("| configuration | best vs vllm-2026 (gm / max) | best vs vllm-2025 (gm / max) | learned regret gm per seed | "
+      "learned regret max | learned vs vllm-2026 gm | slower than a rule |")
 print("|---|---|---|---|---|---|---|")
 for cfg in sorted(orc):
     o = orc[cfg]

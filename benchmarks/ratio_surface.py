@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from tuner.evaluate import config_of, load_table
+from tuner.analysis.evaluate import config_of, load_table
 
 
 def surface(db: str, config: str, a: str, b: str, q_len: int) -> dict[tuple[int, int], float]:

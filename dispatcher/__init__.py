@@ -11,8 +11,8 @@ from .decision import Decision
 from .device import DeviceInfo
 from .dispatch import Dispatcher, load
 from .problem import AttentionProblem, ProblemError
-from .registry import KernelSpec, eligible, load_registry
+from .registry import KernelSpec, ineligibility_reasons, load_registry
 from .schema import StoreError
 
 __all__ = ["AttentionProblem", "Decision", "DeviceInfo", "Dispatcher", "KernelSpec", "ProblemError",
-           "StoreError", "eligible", "load", "load_registry"]
+           "StoreError", "ineligibility_reasons", "load", "load_registry"]

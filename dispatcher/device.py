@@ -12,7 +12,7 @@ class DeviceInfo:
     compute_capability: tuple[int, int] | None = None
     sm_count: int = 0
     memory_bytes: int = 0
-    versions: dict = field(default_factory=dict, compare=False, hash=False)
+    versions: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
     index: int = 0
 
     @property
@@ -37,7 +37,7 @@ def cpu_name() -> str:
     return f"CPU ({platform.processor() or platform.machine()})"
 
 
-def _versions() -> dict:
+def _versions() -> dict[str, str]:
     import torch
     v = {"torch": torch.__version__, "cuda": torch.version.cuda or "", "python": platform.python_version()}
     try:
@@ -66,7 +66,7 @@ def describe(device: str | None = "auto") -> DeviceInfo:
     p = torch.cuda.get_device_properties(index)
     v = _versions()
     try:
-        v["driver"] = torch.cuda.driver_version() if hasattr(torch.cuda, "driver_version") else ""
+        v["driver"] = str(torch.cuda.driver_version()) if hasattr(torch.cuda, "driver_version") else ""
     except Exception:  # noqa: BLE001
         v["driver"] = ""
     return DeviceInfo(name=p.name, kind="cuda", compute_capability=(p.major, p.minor),

@@ -1,17 +1,17 @@
 """Dispatcher.choose(problem) -> Decision, from a table loaded once; no I/O on the hot path."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
+from typing import Any, Literal
 
 from . import store
-from .decision import Decision
+from .decision import Decision, Source
 from .device import KNOWN, DeviceInfo, describe, named
 from .pipeline import Pipeline, candidates
 from .policy import max_relerr as relerr_budget
 from .problem import AttentionProblem
-from .registry import KernelSpec, eligible, load_registry
-from .rules import DEFAULT_RULE, RULES, resolve
+from .registry import KernelSpec, ineligible_kernels, load_registry
+from .rules import DEFAULT_RULE, RULES, rule_pick
 from .table import Ranking, Table, rank
 
 CACHE_LIMIT = 65536   # distinct buckets remembered; bounded so hostile traffic cannot grow memory
@@ -26,7 +26,7 @@ class Dispatcher:
             raise ValueError(f"rule {rule!r} is unknown; use one of {', '.join(RULES)}")
         self.table, self.device, self.rule = table, device, rule
         self.registry = registry or load_registry()
-        relerr_budget("bf16", "bf16", max_relerr)     # a bad budget (or $SWITCHYARD_MAX_RELERR) fails here, not per call
+        relerr_budget("bf16", "bf16", max_relerr)     # a bad budget or $SWITCHYARD_MAX_RELERR fails here
         self.max_relerr = max_relerr
         self.timing_mode = timing_mode
         self.learned = learned        # False: unmeasured buckets take the nearest measured one
@@ -59,10 +59,10 @@ class Dispatcher:
         elif len(m) < MISS_LIMIT:
             m[problem] = 1
 
-    def take_misses(self) -> dict:
+    def take_misses(self) -> dict[AttentionProblem, tuple[str, int]]:
         """The counts since the last call, by bucket with the source that answered them."""
         taken, self.misses = self.misses, {}
-        out: dict = {}
+        out: dict[AttentionProblem, tuple[str, int]] = {}
         for p, n in taken.items():
             b = p.bucket()
             src = self._cache.get(b)
@@ -83,38 +83,38 @@ class Dispatcher:
     def _decide(self, p: AttentionProblem, asked: AttentionProblem | None = None) -> Decision:
         """The decision for bucket `p`; `asked` is the problem as the caller gave it (for messages)."""
         cands = candidates(self.registry, p, self.device)
-        passed = {k: r for k, s in self.registry.items() if (r := eligible(s, p, self.device))}
-        rule_pick, rule_notes = resolve(self.rule, p, self.device, cands, passed)
-        if rule_pick is None:
+        pick, rule_notes = rule_pick(self.rule, p, self.device, self.registry, cands)
+        if pick is None:
             raise LookupError(f"no kernel can serve {(asked or p).describe()} on {self.device.name}: "
-                              + "; ".join(f"{k}: {', '.join(r)}" for k, r in passed.items()))
+                              + "; ".join(f"{k}: {', '.join(r)}" for k, r in
+                                          ineligible_kernels(self.registry, p, self.device).items()))
         allowed = {c.id for c in cands}
         budget = relerr_budget(p.kv_dtype, p.out_dtype, self.max_relerr)
-        ranking = rank(self.table.timings(p), budget, rule_pick.id, allowed)
+        ranking = rank(self.table.timings(p), budget, pick.id, allowed)
         if ranking is not None:
             return self._from_ranking(ranking, "measured", budget, "measured here")
         if self.learned:
-            ranking = rank(self.table.predicted(p), budget, rule_pick.id, allowed)
+            ranking = rank(self.table.predicted(p), budget, pick.id, allowed)
             if ranking is not None:
                 return self._from_ranking(ranking, "learned", budget, "predicted from measured neighbours")
         for near in self.table.neighbours(p):
-            ranking = rank(self.table.timings(near), budget, rule_pick.id, allowed)
+            ranking = rank(self.table.timings(near), budget, pick.id, allowed)
             if ranking is not None:
                 where = f"nearest measured shape batch_size={near.batch_size} q_len={near.q_len} kv_len={near.kv_len}"
                 return self._from_ranking(ranking, "nearest", budget, where)
         over = sorted(t.pipeline.id for t in self.table.timings(p) if t.relerr is not None and t.relerr > budget)
         if over:
             why = (f"every pipeline measured here is over the {budget:g} relative-error budget ({', '.join(over)}); "
-                   f"rule {self.rule} picks {rule_pick.id}")
+                   f"rule {self.rule} picks {pick.id}")
         elif self.db is not None and not self.db.exists():
-            why = f"no database {self.db.name!r} (see --db / $SWITCHYARD_DB); rule {self.rule} picks {rule_pick.id}"
+            why = f"no database {self.db.name!r} (see --db / $SWITCHYARD_DB); rule {self.rule} picks {pick.id}"
         else:
-            why = f"no measurement of this shape family on {self.device.name}; rule {self.rule} picks {rule_pick.id}"
+            why = f"no measurement of this shape family on {self.device.name}; rule {self.rule} picks {pick.id}"
         if rule_notes:
             why += " (passed over: " + "; ".join(rule_notes) + ")"
-        return self._decision(rule_pick, None, None, "rule", why)
+        return self._decision(pick, None, None, "rule", why)
 
-    def _from_ranking(self, r: Ranking, source: str, budget: float, where: str) -> Decision:
+    def _from_ranking(self, r: Ranking, source: Source, budget: float, where: str) -> Decision:
         w = r.winner
         why = f"{where}: {w.pipeline.id} {w.median_us:.1f} us"
         if r.runner_up is not None:
@@ -126,7 +126,8 @@ class Dispatcher:
             why += f"; over the {budget:g} relative-error budget: {', '.join(r.over_budget)}"
         return self._decision(w.pipeline, w.median_us, w.relerr, source, why)
 
-    def _decision(self, pipe: Pipeline, us: float | None, relerr: float | None, source: str, why: str) -> Decision:
+    def _decision(self, pipe: Pipeline, us: float | None, relerr: float | None, source: Source,
+                  why: str) -> Decision:
         return Decision(kernel=pipe.kernel, q_dtype=pipe.q_dtype, fused_out_quant=pipe.fused_out_quant,
                         expected_us=us, source=source, device=self.device.name, reason=why,
                         pipeline=pipe.id, tactic=pipe.tactic, q_quant=pipe.q_quant,
@@ -134,13 +135,14 @@ class Dispatcher:
 
 
 LOCAL = ("auto", "cpu", "cuda")
+TimingMode = Literal["graph", "eager", "wall"]     # the timer a table was measured with (tuner/timing/)
 
 
-def default_timing_mode(device: DeviceInfo) -> str:
+def default_timing_mode(device: DeviceInfo) -> TimingMode:
     return "graph" if device.kind == "cuda" else "wall"
 
 
-def resolve_device(device: str | None, envs: list[dict]) -> DeviceInfo:
+def resolve_device(device: str | None, envs: list[dict[str, Any]]) -> DeviceInfo:
     """None/"auto"/"cpu"/"cuda[:N]": this host's device; anything else a device name in the database."""
     spec = (device or "auto")
     if spec.lower() in LOCAL or spec.lower().startswith("cuda:"):
@@ -151,7 +153,8 @@ def resolve_device(device: str | None, envs: list[dict]) -> DeviceInfo:
         raise ValueError(f"device {spec!r} is not in the database; it holds: "
                          f"{', '.join(names) if names else 'no environments yet (run tuner sweep)'}")
     cc = rows[-1]["compute_capability"]
-    cc_t = tuple(int(x) for x in cc.split(".")) if cc else None
+    major, _, minor = (cc or "").partition(".")
+    cc_t = (int(major), int(minor or 0)) if major else None
     return named(spec, cc_t, rows[-1]["sm_count"] or 0)
 
 
@@ -170,7 +173,7 @@ def rule_only(device: str | None = None, *, rule: str = DEFAULT_RULE,
     return Dispatcher(Table(), dev, registry, rule, None, default_timing_mode(dev))
 
 
-def device_of(db: str | os.PathLike | None, device: str | None) -> DeviceInfo:
+def device_of(db: store.DbPath, device: str | None) -> DeviceInfo:
     """The device `device` names (see resolve_device), without loading its table."""
     conn = store.open_readonly(db)
     try:
@@ -180,26 +183,19 @@ def device_of(db: str | os.PathLike | None, device: str | None) -> DeviceInfo:
             conn.close()
 
 
-def load(db: str | os.PathLike | None = None, device: str | None = None, *, rule: str = DEFAULT_RULE,
+def load(db: store.DbPath = None, device: str | None = None, *, rule: str = DEFAULT_RULE,
          timing_mode: str | None = None, max_relerr: float | None = None,
          registry: dict[str, KernelSpec] | None = None) -> Dispatcher:
     """Load the decision table for `device` from the database once (see Dispatcher.choose)."""
-    conn = store.open_readonly(db)
-    try:
-        envs = store.environments(conn) if conn else []
-        dev = resolve_device(device, envs)
-        mode = timing_mode or default_timing_mode(dev)
-        ids = [e["id"] for e in envs if e["device_name"] == dev.name and e["timing_mode"] == mode]
-        table = Table.from_rows(store.ok_measurements(conn, ids)) if ids else Table()
-    finally:
-        if conn:
-            conn.close()
-    d = Dispatcher(table, dev, registry, rule, max_relerr, mode)
+    dev = device_of(db, device)
+    mode = timing_mode or default_timing_mode(dev)
+    d = Dispatcher(read_table(db, dev, mode), dev, registry, rule, max_relerr, mode)
     d.db = store.default_path(db)          # where it was read from: refresh and miss flushes use it
     return d
 
 
-def read_table(db, device: DeviceInfo, timing_mode: str) -> Table:
+def read_table(db: store.DbPath, device: DeviceInfo, timing_mode: str) -> Table:
+    """The measurements of `device` in `timing_mode` (every environment of it, oldest first)."""
     conn = store.open_readonly(db)
     if conn is None:
         return Table()

@@ -3,12 +3,15 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from .device import DeviceInfo
 from .problem import AttentionProblem
-from .registry import KernelSpec, combos_for, eligible
+from .registry import KernelSpec, combos_for, ineligibility_reasons
 
+Tactic = tuple[tuple[str, Any], ...]     # a kernel's knob settings, sorted by knob
 
 @dataclass(frozen=True)
 class Pipeline:
@@ -18,7 +21,7 @@ class Pipeline:
     kernel_out_dtype: str     # what the kernel writes; "fp8" = fused out-quant
     q_quant: bool = False
     out_quant: bool = False   # a separate FP8 quant op after the kernel
-    tactic: tuple[tuple[str, object], ...] = ()
+    tactic: Tactic = ()
 
     @property
     def fused_out_quant(self) -> bool:
@@ -37,27 +40,27 @@ class Pipeline:
             s += "+out-quant"
         return s
 
-    def tactic_dict(self) -> dict:
+    def tactic_dict(self) -> dict[str, Any]:
         return dict(self.tactic)
 
-    def to_row(self) -> dict:
+    def to_row(self) -> dict[str, Any]:
         return {"pipeline": self.id, "kernel": self.kernel, "kernel_q_dtype": self.q_dtype,
                 "kernel_out_dtype": self.kernel_out_dtype, "q_quant": int(self.q_quant),
                 "out_quant": int(self.out_quant), "tactic": json.dumps(self.tactic_dict(), sort_keys=True)}
 
     @classmethod
-    def from_row(cls, row) -> "Pipeline":
+    def from_row(cls, row: Mapping[str, Any]) -> Pipeline:
         tactic = tuple(sorted(json.loads(row["tactic"] or "{}").items()))
         return cls(kernel=row["kernel"], q_dtype=row["kernel_q_dtype"], kv_dtype=row["kv_dtype"],
                    kernel_out_dtype=row["kernel_out_dtype"], q_quant=bool(row["q_quant"]),
                    out_quant=bool(row["out_quant"]), tactic=tactic)
 
 
-def _fmt(v) -> str:
+def _fmt(v: object) -> str:
     return str(v).lower() if isinstance(v, bool) else str(v)
 
 
-def tactics_of(spec: KernelSpec, device: DeviceInfo, all_tactics: bool = True) -> list[tuple]:
+def tactics_of(spec: KernelSpec, device: DeviceInfo, all_tactics: bool = True) -> list[Tactic]:
     space = spec.tactic_space(device.kind)
     if not space:
         return [()]
@@ -70,7 +73,7 @@ def tactics_of(spec: KernelSpec, device: DeviceInfo, all_tactics: bool = True) -
 def pipelines_for(spec: KernelSpec, problem: AttentionProblem, device: DeviceInfo,
                   all_tactics: bool = True) -> list[Pipeline]:
     """Every pipeline through `spec` that serves the problem; empty when the kernel is ineligible."""
-    if eligible(spec, problem, device):
+    if ineligibility_reasons(spec, problem, device):
         return []
     out = []
     for combo, q_quant, out_quant in combos_for(spec, problem):

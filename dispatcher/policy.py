@@ -19,7 +19,7 @@ def checked_budget(value: object, where: str) -> float:
     """A relative-error budget as a float, or ValueError naming where it came from: a budget of 0 or
     less would rule out every measurement and leave only rule decisions with no word why."""
     try:
-        budget = float(value)  # type: ignore[arg-type]
+        budget = float(value)  # type: ignore[arg-type]  # any object: a failure is the answer
     except (TypeError, ValueError):
         budget = math.nan
     if not (math.isfinite(budget) and budget > 0):
@@ -34,5 +34,8 @@ def max_relerr(kv_dtype: str, out_dtype: str, override: float | None = None) -> 
         return checked_budget(override, "--max-relerr")
     if os.environ.get(ENV_VAR):
         return checked_budget(os.environ[ENV_VAR], ENV_VAR)
-    norm = lambda d: "fp8" if d == "fp8" else "bf16"  # noqa: E731 (fp16 budgets as bf16)
-    return DEFAULT_MAX_RELERR[(norm(kv_dtype), norm(out_dtype))]
+    return DEFAULT_MAX_RELERR[(_budget_class(kv_dtype), _budget_class(out_dtype))]
+
+
+def _budget_class(dtype: str) -> str:
+    return "fp8" if dtype == "fp8" else "bf16"      # fp16 has bf16's budget

@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Literal
 
-PHASES = ("decode", "prefill")
-DTYPES = ("bf16", "fp16", "fp8")
+Phase = Literal["decode", "prefill"]
+Dtype = Literal["bf16", "fp16", "fp8"]
+PHASES: tuple[Phase, ...] = ("decode", "prefill")
+DTYPES: tuple[Dtype, ...] = ("bf16", "fp16", "fp8")
 # spellings users bring from torch / vLLM, normalised to ours
 DTYPE_ALIASES = {
     "bfloat16": "bf16", "float16": "fp16", "half": "fp16", "auto": "bf16",
@@ -46,10 +49,11 @@ def _int(field: str, value: Any) -> int:
         except (TypeError, ValueError, OverflowError):
             raise ProblemError(field, f"{field} {value!r} is not an integer; give a whole number "
                                       f"{lo} <= {field} <= {hi}") from None
-    if not lo <= value <= hi:
-        shown = value if abs(value) < 10**12 else f"{str(value)[:12]}..."
+    n: int = value
+    if not lo <= n <= hi:
+        shown = n if abs(n) < 10**12 else f"{str(n)[:12]}..."
         raise ProblemError(field, f"{field} {shown} is out of range; use {lo} <= {field} <= {hi}")
-    return value
+    return n
 
 
 def _flag(field: str, value: Any) -> bool:
@@ -77,7 +81,7 @@ class AttentionProblem:
     q_len is the new query tokens per request (1 for decode).
     """
 
-    phase: str
+    phase: Phase
     num_qo_heads: int
     num_kv_heads: int
     head_dim: int = 128
@@ -93,7 +97,8 @@ class AttentionProblem:
     has_sinks: bool = False
 
     def __post_init__(self) -> None:
-        put = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 (frozen)
+        def put(k: str, v: object) -> None:           # the dataclass is frozen
+            object.__setattr__(self, k, v)
         if self.phase not in PHASES:
             raise ProblemError("phase", f"phase {self.phase!r} is not supported; use one of {', '.join(PHASES)}")
         for f in LIMITS:
@@ -114,7 +119,8 @@ class AttentionProblem:
         put("_hash", hash(tuple(getattr(self, f) for f in FIELDS)))
 
     def __hash__(self) -> int:
-        return self._hash        # computed once: the dispatcher's cache hashes problems per call
+        h: int = self.__dict__["_hash"]    # computed once: the dispatcher's cache hashes problems per call
+        return h
 
     # -- derived ---------------------------------------------------------------
     @property
@@ -125,12 +131,12 @@ class AttentionProblem:
     def num_tokens(self) -> int:
         return self.batch_size * self.q_len
 
-    def family(self) -> tuple:
+    def family(self) -> tuple[Any, ...]:
         """Everything but the sizes: problems of one family share kernels and are comparable."""
         return (self.phase, self.num_qo_heads, self.num_kv_heads, self.head_dim, self.page_size,
                 self.q_dtype, self.kv_dtype, self.out_dtype, self.causal, self.window_left, self.has_sinks)
 
-    def bucket(self) -> "AttentionProblem":
+    def bucket(self) -> AttentionProblem:
         """The measured grid point that stands for this problem: sizes rounded up to powers of two."""
         b, q, kv = next_pow2(self.batch_size), next_pow2(self.q_len), next_pow2(self.kv_len)
         if (b, q, kv) == (self.batch_size, self.q_len, self.kv_len):
@@ -146,14 +152,16 @@ class AttentionProblem:
 
     def describe(self) -> str:
         """The problem in one short line, as it was asked (not its bucket)."""
-        sizes = f"batch {self.batch_size} x kv {self.kv_len}" + (f" x q {self.q_len}" if self.phase == "prefill" else "")
+        sizes = f"batch {self.batch_size} x kv {self.kv_len}"
+        if self.phase == "prefill":
+            sizes += f" x q {self.q_len}"
         extra = "".join((" non-causal" if not self.causal else "", " sinks" if self.has_sinks else "",
                          f" window {self.window_left}" if self.window_left >= 0 else ""))
         return (f"{self.phase} {self.num_qo_heads}/{self.num_kv_heads} heads, head_dim {self.head_dim}, "
                 f"page {self.page_size}, {sizes}, q/kv/out {self.q_dtype}/{self.kv_dtype}/{self.out_dtype}{extra}")
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "AttentionProblem":
+    def from_dict(cls, data: Mapping[str, Any]) -> AttentionProblem:
         if not isinstance(data, Mapping):
             raise ProblemError("problem", f"a problem is an object of fields (phase, num_qo_heads, ...), "
                                           f"not {type(data).__name__} {str(data)[:40]!r}")

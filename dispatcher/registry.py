@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .device import DeviceInfo
 from .problem import DTYPES, PHASES, AttentionProblem
@@ -22,6 +23,9 @@ class Combo:
     q: str
     kv: str
     out: str
+
+
+Knobs = tuple[tuple[str, tuple[Any, ...]], ...]     # (knob, values), the first value the default
 
 
 @dataclass(frozen=True)
@@ -42,18 +46,14 @@ class KernelSpec:
     window: bool = False
     sinks: bool = False
     noncausal: bool = True
-    tactics: tuple[tuple[str, tuple[tuple[str, tuple], ...]], ...] = ()  # per device kind
-    tune: tuple[tuple[str, tuple[tuple[str, tuple], ...]], ...] = ()     # per device kind, for Optuna
+    tactics: tuple[tuple[str, Knobs], ...] = ()  # per device kind
+    tune: tuple[tuple[str, Knobs], ...] = ()     # per device kind, for Optuna
     notes: str = ""
 
-    @property
-    def fuses_fp8_out(self) -> bool:
-        return any(c.out == "fp8" for c in self.combos)
-
-    def tactic_space(self, device_kind: str) -> dict[str, tuple]:
+    def tactic_space(self, device_kind: str) -> dict[str, tuple[Any, ...]]:
         return dict(dict(self.tactics).get(device_kind, ()))
 
-    def tune_space(self, device_kind: str) -> dict[str, tuple]:
+    def tune_space(self, device_kind: str) -> dict[str, tuple[Any, ...]]:
         """The knobs a per-problem search explores: `tune` where declared, else `tactics`."""
         return dict(dict(self.tune).get(device_kind, ())) or self.tactic_space(device_kind)
 
@@ -61,11 +61,11 @@ class KernelSpec:
         return dict(self.group_sizes).get(phase)
 
 
-def _tuple(v):
+def _tuple(v: list[Any] | None) -> tuple[Any, ...] | None:
     return None if v is None else tuple(v)
 
 
-def _spec(entry: dict, source: str) -> KernelSpec:
+def _spec(entry: dict[str, Any], source: str) -> KernelSpec:
     where = f"kernel {entry.get('id', '?')!r} in {source}"
     for k in ("id", "family", "phases", "device_kinds", "combos"):
         if k not in entry:
@@ -102,14 +102,16 @@ def _spec(entry: dict, source: str) -> KernelSpec:
     )
 
 
-def _read(path: Path) -> list[dict]:
+def _read(path: Path) -> list[dict[str, Any]]:
     try:
         data = tomllib.loads(path.read_text())
     except FileNotFoundError:
-        raise RegistryError(f"kernel registry {str(path)!r} does not exist; check SWITCHYARD_KERNELS or --kernels") from None
+        raise RegistryError(f"kernel registry {str(path)!r} does not exist; check SWITCHYARD_KERNELS or "
+                            "--kernels") from None
     except tomllib.TOMLDecodeError as e:
         raise RegistryError(f"kernel registry {str(path)!r} is not valid TOML: {e}") from None
-    return data.get("kernel", [])
+    kernels: list[dict[str, Any]] = data.get("kernel", [])
+    return kernels
 
 
 def load_registry(extra: str | None = None) -> dict[str, KernelSpec]:
@@ -123,7 +125,7 @@ def load_registry(extra: str | None = None) -> dict[str, KernelSpec]:
     return {k: _spec(e, src) for k, (e, src) in entries.items()}
 
 
-def eligible(spec: KernelSpec, problem: AttentionProblem, device: DeviceInfo) -> list[str]:
+def ineligibility_reasons(spec: KernelSpec, problem: AttentionProblem, device: DeviceInfo) -> list[str]:
     """Why `spec` cannot serve `problem` on `device`; empty when it can."""
     p, reasons = problem, []
     if p.phase not in spec.phases:
@@ -152,6 +154,12 @@ def eligible(spec: KernelSpec, problem: AttentionProblem, device: DeviceInfo) ->
         reasons.append(f"no dtype path for q/kv/out {p.q_dtype}/{p.kv_dtype}/{p.out_dtype} (kernel takes {have}"
                        f"{'; q-quant allowed' if spec.q_quant else ''})")
     return reasons
+
+
+def ineligible_kernels(registry: dict[str, KernelSpec], problem: AttentionProblem,
+                       device: DeviceInfo) -> dict[str, list[str]]:
+    """Each kernel of `registry` that cannot serve `problem` on `device`, with its reasons."""
+    return {k: why for k, spec in registry.items() if (why := ineligibility_reasons(spec, problem, device))}
 
 
 def combos_for(spec: KernelSpec, p: AttentionProblem) -> list[tuple[Combo, bool, bool]]:

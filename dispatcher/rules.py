@@ -1,16 +1,18 @@
 """Hand-written selection rules, as vLLM's FlashInfer backend had them; for fallback and comparison.
 
-A rule returns kernels in order of preference; `resolve` turns the first eligible one into a pipeline
-(kernel's default tactic) and says why earlier ones were passed over.
+A rule returns kernels in order of preference; `rule_pick` turns the first that can serve the problem
+into a pipeline (the kernel's default tactic) and says why earlier ones were passed over.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from .device import DeviceInfo
 from .pipeline import Pipeline
+from .pipeline import candidates as all_candidates
 from .problem import AttentionProblem
+from .registry import KernelSpec, ineligibility_reasons
 
 
 @dataclass(frozen=True)
@@ -68,16 +70,17 @@ RULES: dict[str, Callable[[AttentionProblem, DeviceInfo], list[Pick]]] = {
 DEFAULT_RULE = "vllm-2026"
 
 
-def resolve(rule: str, p: AttentionProblem, d: DeviceInfo, candidates: list[Pipeline],
-            passed_over: dict[str, list[str]]) -> tuple[Pipeline | None, list[str]]:
-    """The rule's pipeline among `candidates` (eligible pipelines), and notes on skipped picks.
-
-    `passed_over` maps a kernel id to the reasons it is ineligible."""
-    notes = []
+def rule_pick(rule: str, p: AttentionProblem, d: DeviceInfo, registry: dict[str, KernelSpec],
+              candidates: list[Pipeline] | None = None) -> tuple[Pipeline | None, list[str]]:
+    """The rule's pipeline for `p` (among `candidates`, the problem's pipelines by default), and why
+    each pick before it was passed over; None when no pick of the rule can serve the problem."""
+    cands = all_candidates(registry, p, d) if candidates is None else candidates
+    notes: list[str] = []
     for pick in RULES[rule](p, d):
-        mine = [c for c in candidates if c.kernel == pick.kernel]
+        mine = [c for c in cands if c.kernel == pick.kernel]
         if not mine:
-            why = passed_over.get(pick.kernel) or ["no runnable pipeline"]
+            spec = registry.get(pick.kernel)
+            why = (ineligibility_reasons(spec, p, d) if spec else ["not in the registry"]) or ["no runnable pipeline"]
             notes.append(f"{pick.kernel}: {'; '.join(why)}")
             continue
         fused = [c for c in mine if c.fused_out_quant == (pick.fused_out and p.out_dtype == "fp8")]

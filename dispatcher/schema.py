@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 SCHEMA_VERSION = 3      # 2: the misses table; 3: the tactic_trials table
-STATUSES = ("ok", "failed", "unsupported", "inaccurate")
 
 PROBLEM_COLUMNS = {
     "phase": str, "num_qo_heads": int, "num_kv_heads": int, "head_dim": int, "page_size": int,
@@ -34,10 +33,6 @@ WINNERS = {
 }
 
 
-MISSES = {
-    "device_name": str, "timing_mode": str, "problem_key": str, **PROBLEM_COLUMNS,
-    "source": str, "count": int, "last_seen": str,
-}
 MISSES_DDL = ("create table if not exists misses (device_name text, timing_mode text, problem_key text, "
               + ", ".join(f"{k} {'text' if t is str else 'integer'}" for k, t in PROBLEM_COLUMNS.items())
               + ", source text, count integer, last_seen text, primary key (device_name, timing_mode, problem_key))")

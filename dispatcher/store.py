@@ -3,16 +3,22 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .schema import SCHEMA_VERSION, StoreError
+
+if TYPE_CHECKING:
+    from .problem import AttentionProblem
 
 DEFAULT_DB = "heuristics.db"
 ENV_VAR = "SWITCHYARD_DB"
 MISSES_KEPT = 10_000    # rows of the misses table; beyond it the rarest, then the oldest, are dropped
+DbPath = str | os.PathLike[str] | None      # None: $SWITCHYARD_DB, else ./heuristics.db
 
 
-def default_path(db: str | os.PathLike | None = None) -> Path:
+def default_path(db: DbPath = None) -> Path:
     return Path(db or os.environ.get(ENV_VAR) or DEFAULT_DB)
 
 
@@ -34,7 +40,7 @@ def check_version(conn: sqlite3.Connection, path: Path) -> int:
     return version
 
 
-def open_readonly(db: str | os.PathLike | None = None) -> sqlite3.Connection | None:
+def open_readonly(db: DbPath = None) -> sqlite3.Connection | None:
     """A read-only connection, or None when the file does not exist (no measurements yet)."""
     path = default_path(db)
     if not path.exists():
@@ -59,8 +65,20 @@ def open_readonly(db: str | os.PathLike | None = None) -> sqlite3.Connection | N
     raise StoreError(f"{path} cannot be opened ({last}); check its permissions") from None
 
 
-def environments(conn: sqlite3.Connection) -> list[dict]:
+def environments(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     return [dict(r) for r in conn.execute("select * from environments order by id")]
+
+
+def last_device_name(db: DbPath) -> str | None:
+    """The device of the newest environment in `db` (what a report is about when none is named)."""
+    conn = open_readonly(db)
+    if conn is None:
+        return None
+    try:
+        envs = environments(conn)
+        return str(envs[-1]["device_name"]) if envs else None
+    finally:
+        conn.close()
 
 
 def ok_measurements(conn: sqlite3.Connection, env_ids: list[int]) -> list[sqlite3.Row]:
@@ -69,14 +87,16 @@ def ok_measurements(conn: sqlite3.Connection, env_ids: list[int]) -> list[sqlite
                         "order by env_id, id", env_ids).fetchall()
 
 
-def add_misses(db, device_name: str, timing_mode: str, counts: dict) -> None:
+def add_misses(db: DbPath, device_name: str, timing_mode: str,
+               counts: Mapping[AttentionProblem, tuple[str, int]]) -> None:
     """Add miss counts {problem: (source, n)}; a short write transaction, off the hot path."""
     import datetime as dt
+
     from .schema import MISSES_DDL, PROBLEM_COLUMNS
     path = default_path(db)
     if not path.exists() or not counts:
         return
-    stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    stamp = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     conn = sqlite3.connect(str(path), timeout=10)
     try:
         check_version(conn, path)
@@ -95,7 +115,7 @@ def add_misses(db, device_name: str, timing_mode: str, counts: dict) -> None:
         conn.close()
 
 
-def misses(conn: sqlite3.Connection, device_name: str | None = None, limit: int = 100) -> list[dict]:
+def misses(conn: sqlite3.Connection, device_name: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
     try:
         where, args = ("where device_name = ?", [device_name]) if device_name else ("", [])
         return [dict(r) for r in conn.execute(
@@ -104,10 +124,10 @@ def misses(conn: sqlite3.Connection, device_name: str | None = None, limit: int 
         return []
 
 
-def signature(db) -> tuple:
+def signature(db: DbPath) -> tuple[tuple[int, int] | None, ...]:
     """A cheap change check: size and mtime of the database and its WAL."""
     path = default_path(db)
-    out = []
+    out: list[tuple[int, int] | None] = []
     for p in (path, path.with_name(path.name + "-wal")):
         try:
             st = p.stat()
@@ -117,13 +137,14 @@ def signature(db) -> tuple:
     return tuple(out)
 
 
-def content_version(db) -> tuple | None:
+def content_version(db: DbPath) -> tuple[Any, ...] | None:
     """What the table is built from, in three numbers: changes only when measurements do."""
     conn = open_readonly(db)
     if conn is None:
         return None
     try:
-        m = conn.execute("select coalesce(max(id), 0), count(*), coalesce(max(created_at), '') from measurements").fetchone()
+        m = conn.execute("select coalesce(max(id), 0), count(*), coalesce(max(created_at), '') from "
+                         "measurements").fetchone()
         e = conn.execute("select count(*) from environments").fetchone()[0]
         return (*m, e)
     finally:

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Iterable
+from typing import Any
 
 from .model import predict
 from .pipeline import Pipeline
@@ -79,31 +80,17 @@ def one_bucket(bucket: AttentionProblem, measured: dict[AttentionProblem, dict[s
 
 
 SUPPORT_NEAR = 3     # nearest measured buckets a pipeline must mostly have run at to be predicted
-# Weight of the page-size twins (the same sizes and dtypes measured with another page size) in a
-# pipeline's predicted ratio to the fastest, where they ranked it as this family did nearby: paging
-# changes the kernels' times a little and, mostly, their ranking less. Three H200 grids, 20 held-out
-# seeds each (benchmarks/evaluate_seeds.py; benchmarks/results/h200-2026-12-04c/evaluate/): pooled
-# regret 1.0073 / 1.0075 / 1.0069 -> 1.0043 / 1.0047 / 1.0043, configuration-seeds with a held-out
-# shape over 1.10x 130 / 108 / 110 -> 47 / 47 / 42 of 640.
+# Paging moves the kernels' ranking little, so a pipeline's ratio to the fastest at the same sizes with
+# another page size (its "twin") is blended in where it ranked the nearby shapes alike
+# (benchmarks/results/h200-2026-12-04c/evaluate/).
 TWIN_WEIGHT = 0.5
 TWIN_AGREE = 0.1     # how closely the twins must have matched nearby (mean |log ratio difference|)
 TWIN_CHECK = 6       # nearest measured buckets that check it
-
-
-# Decode kernels change how they split the work (XQA multi-block, FA2's split-KV) as batch x KV heads
-# crosses the SM count, so a pipeline's ratio to the others jumps between batch sizes and moves
-# smoothly with KV length: one batch step counts as this many KV steps, so that a shape's neighbours
-# are mostly its own batch size's. 20 held-out seeds on five H200 grids (benchmarks/evaluate_seeds.py):
-# configuration-seeds with a held-out shape over 1.10x 47 -> 31 on the shipped grid, slower than a
-# rule 70 -> 45; likewise on the other four (benchmarks/results/h200-2026-12-04c/evaluate/batch-step/).
+# Decode kernels re-split their work as batch x KV heads crosses the SM count: rankings jump between
+# batch sizes and drift along KV, so one batch step counts as this many KV steps (.../evaluate/batch-step/).
 DECODE_BATCH_STEP = 3.0
-
-# Decode at long KV streams the cache, so each kernel's time there is close to affine in the KV length
-# (a fixed cost plus bytes over bandwidth). Between two measured KV lengths of the shape's own batch
-# size, a straight line through each pipeline's times ranks them better than the plane through log
-# ratios, which bends where two kernels cross (XQA and FA2-TC at 32k-128k FP8 KV). 20 held-out seeds on
-# five H200 grids (benchmarks/results/h200-2026-12-04c/evaluate/kv-line/): configuration-seeds with a
-# shape slower than a rule 45 -> 30 on the shipped grid, 61/60/65/76 -> 49/48/48/63 on the others.
+# Streaming a long cache costs a fixed time plus bytes over bandwidth: between two measured KV lengths
+# of the same batch size each time is read off a straight line in KV (.../evaluate/kv-line/).
 KV_LINE_FROM = 8192   # the shorter measured KV length: below it launch and split costs bend the line
 KV_LINE_SPAN = 8      # the longer one at most this many times it
 
@@ -118,11 +105,11 @@ class Table:
 
     def __init__(self) -> None:
         self.by_bucket: dict[AttentionProblem, dict[str, Timing]] = {}
-        self.by_family: dict[tuple, list[tuple[tuple[float, float, float], AttentionProblem]]] = {}
+        self.by_family: dict[tuple[Any, ...], list[tuple[tuple[float, float, float], AttentionProblem]]] = {}
         self.page_sizes: set[int] = set()
 
     @classmethod
-    def from_rows(cls, rows: Iterable) -> "Table":
+    def from_rows(cls, rows: Iterable[Any]) -> Table:          # sqlite3.Row or dict rows of measurements
         """Rows of ok measurements, oldest environment first: a later one overrides an earlier one.
         Several measured problems may share a bucket (a tactic search at batch 3 lands in the batch-4
         bucket): see one_bucket for how they are put on one scale."""
@@ -162,7 +149,7 @@ class Table:
         The spread is the fit's residual; the accuracy is the worst measured nearby."""
         fam = self.by_family.get(p.family(), [])
         ref = {b: min(t.median_us for t in self.by_bucket[b].values()) for _, b in fam}
-        by_pipe: dict[str, list] = {}
+        by_pipe: dict[str, list[tuple[tuple[float, float, float], Timing, float]]] = {}
         for x, b in fam:
             for pid, t in self.by_bucket[b].items():
                 by_pipe.setdefault(pid, []).append((x, t, ref[b]))
@@ -232,7 +219,7 @@ class Table:
         return {pid: math.exp(sum(v) / len(v)) for pid, v in logs.items()}
 
     @staticmethod
-    def _twins_agree(pid: str, twins_near: list[tuple[dict, dict]]) -> bool:
+    def _twins_agree(pid: str, twins_near: list[tuple[dict[str, float], dict[str, float]]]) -> bool:
         """Whether the twins ranked `pid` as this family did at the nearest measured sizes (mean
         |log ratio difference| within TWIN_AGREE): where the page size does change the ranking
         (FP8 prefill, where FMHAv2 gains more at page 32), the twin is left out."""

@@ -35,9 +35,10 @@ def cpu():
 @pytest.fixture(scope="session")
 def swept_db(tmp_path_factory, cpu):
     """A real CPU sweep of a few tiny problems, shared by the tests that read it."""
-    from tuner.harness import TimingConfig, WallTimer
     from tuner.store import Store
     from tuner.sweep import run_sweep
+    from tuner.timing import TimingConfig
+    from tuner.timing.wall import WallTimer
     path = tmp_path_factory.mktemp("swept") / "heuristics.db"
     probs = [small(batch_size=b, kv_len=kv) for b in (1, 4) for kv in (64, 256)]
     probs += [small(kv_dtype="fp8", out_dtype="fp8", batch_size=2, kv_len=128)]
@@ -54,9 +55,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def server(swept_db):
-    """The real `tuner serve` on a free loopback port, over the swept database."""
+    """The real `tuner serve` on a free loopback port, over the swept database (one for the session:
+    the tests that use it only read)."""
     with serve(swept_db[0]) as url:
         yield url
 
@@ -65,7 +67,8 @@ def server(swept_db):
 def serve(path, *args, token=None, cwd=ROOT, env_extra=None, procs=None):
     """`tuner serve` on a free port (`path` None: no --db flag); yields its URL. `procs`, a list, gets the process."""
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("SWITCHYARD_TOKEN", "SWITCHYARD_TOKEN_FILE", "SWITCHYARD_DB")}
+    mine = ("SWITCHYARD_TOKEN", "SWITCHYARD_TOKEN_FILE", "SWITCHYARD_DB")
+    env = {k: v for k, v in os.environ.items() if k not in mine}
     env["PYTHONPATH"] = str(ROOT)
     env.update(env_extra or {})
     if token:
@@ -84,7 +87,7 @@ def serve(path, *args, token=None, cwd=ROOT, env_extra=None, procs=None):
                 break
         except httpx.HTTPError:
             if proc.poll() is not None:
-                raise RuntimeError(proc.stdout.read().decode())
+                raise RuntimeError(proc.stdout.read().decode()) from None
             time.sleep(0.2)
     else:
         proc.kill()
@@ -97,6 +100,17 @@ def serve(path, *args, token=None, cwd=ROOT, env_extra=None, procs=None):
             proc.wait(15)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@contextlib.contextmanager
+def in_process(db, **kw):
+    """The daemon's app in this process (its lifespan, background jobs and reload threads included),
+    behind a TestClient: for what needs no real socket. kw: create_app's (token=..., tune_misses=...)."""
+    from fastapi.testclient import TestClient
+
+    from api.main import create_app
+    with TestClient(create_app(db=db, **kw)) as client:
+        yield client
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,7 @@ import sys
 from dispatcher.pipeline import Pipeline
 from dispatcher.table import Table, Timing
 from tests.conftest import small
-from tuner.adaptive import adaptive_sweep, farthest_first
+from tuner.search.adaptive import adaptive_sweep, farthest_first
 
 A = Pipeline("torch-sdpa", "bf16", "bf16", "bf16", tactic=(("backend", "flash"),))
 B = Pipeline("torch-sdpa", "bf16", "bf16", "bf16", tactic=(("backend", "math"),))
@@ -72,7 +72,7 @@ def test_evaluate_replays_an_adaptive_search_beside_a_random_sample(swept_db):
 
 
 def test_the_budget_favours_small_families_and_is_never_exceeded():
-    from tuner.adaptive import allocate
+    from tuner.search.adaptive import allocate
     decode, prefill = {("decode", i): 91 for i in range(16)}, {("prefill", i): 22 for i in range(16)}
     share = allocate(decode | prefill, 608)                   # a third of the llama4-scout grid
     assert sum(share.values()) == 608
@@ -111,7 +111,7 @@ def test_an_adaptive_sweep_runs_all_its_batches_in_one_worker(tmp_path, cpu, mon
     # each refinement batch is a sweep of its own; a worker each cost the H200 run 173 of its 268 s
     from tuner.isolation import IsolatedMeasurer
     from tuner.library import run_problems
-    from tuner.sweep import SweepOptions
+    from tuner.options import SweepOptions
     starts, real_start = [], IsolatedMeasurer._start
     monkeypatch.setattr(IsolatedMeasurer, "_start", lambda self: (starts.append(1), real_start(self)))
     grid = [small(batch_size=b, kv_len=kv) for b in (1, 2, 4) for kv in (64, 128, 256, 512)]

@@ -1,11 +1,19 @@
+"""The REST API: decisions, errors and health, through the app in this process; one request to the
+real server on loopback (tests/test_hostile.py and test_fuzz.py hold the rest of the real-server checks)."""
 import httpx
 import pytest
 
-from tests.conftest import small
+from tests.conftest import in_process, small
 
 
 def q(**kw):
     return {k: v for k, v in small(**kw).to_dict().items()}
+
+
+@pytest.fixture(scope="module")
+def client(swept_db):
+    with in_process(swept_db[0]) as c:
+        yield c
 
 
 def test_get_decision_from_the_real_server(server):
@@ -15,63 +23,57 @@ def test_get_decision_from_the_real_server(server):
     assert body["source"] == "measured" and body["kernel"] == "torch-sdpa" and body["device"].startswith("CPU")
 
 
-def test_post_decisions_in_order(server):
+def test_post_decisions_in_order(client):
     probs = [q(batch_size=1, kv_len=64), q(batch_size=64, kv_len=64), q(head_dim=128)]
-    r = httpx.post(f"{server}/v1/decisions", json={"problems": probs})
+    r = client.post("/v1/decisions", json={"problems": probs})
     assert r.status_code == 200
     assert [d["source"] for d in r.json()["decisions"]] == ["measured", "learned", "rule"]
     assert r.json()["count"] == 3
 
 
-def test_invalid_problem_is_422_naming_the_field(server):
-    r = httpx.get(f"{server}/v1/decision", params={**q(), "num_kv_heads": 3})
+def test_invalid_problem_is_422_naming_the_field(client):
+    r = client.get("/v1/decision", params={**q(), "num_kv_heads": 3})
     assert r.status_code == 422
     (err,) = r.json()["detail"]
     assert err["loc"] == ["query", "num_qo_heads"] and "not divisible by num_kv_heads 3" in err["msg"]
-    r = httpx.get(f"{server}/v1/decision", params={**q(), "batch_size": "lots"})
+    r = client.get("/v1/decision", params={**q(), "batch_size": "lots"})
     assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["query", "batch_size"]
-    r = httpx.post(f"{server}/v1/decisions", json={"problems": [q(), {**q(), "kv_dtype": "fp4"}]})
+    r = client.post("/v1/decisions", json={"problems": [q(), {**q(), "kv_dtype": "fp4"}]})
     assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "problems", 1, "kv_dtype"]
 
 
-def test_a_problem_no_kernel_can_serve_is_422_with_each_kernels_reason(server):
+def test_a_problem_no_kernel_can_serve_is_422_with_each_kernels_reason(client):
     # found by the fuzz test: attention sinks on the CPU, where only torch SDPA runs, was a 500
-    r = httpx.get(f"{server}/v1/decision", params={**q(), "has_sinks": "true"})
+    r = client.get("/v1/decision", params={**q(), "has_sinks": "true"})
     assert r.status_code == 422, r.text
     (err,) = r.json()["detail"]
     assert err["loc"] == ["query"] and "no kernel can serve" in err["msg"]
     assert "torch-sdpa: attention sinks not supported" in err["msg"]
-    r = httpx.post(f"{server}/v1/decisions", json={"problems": [q(), {**q(), "has_sinks": True}]})
+    r = client.post("/v1/decisions", json={"problems": [q(), {**q(), "has_sinks": True}]})
     assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "problems", 1]
-    assert httpx.get(f"{server}/v1/decision", params=q()).status_code == 200     # the daemon is fine
+    assert client.get("/v1/decision", params=q()).status_code == 200     # the daemon is fine
 
 
-def test_unknown_device_is_404_listing_known_ones(server):
-    r = httpx.get(f"{server}/v1/decision", params={**q(), "device": "NVIDIA B200"})
+def test_unknown_device_is_404_listing_known_ones(client):
+    r = client.get("/v1/decision", params={**q(), "device": "NVIDIA B200"})
     assert r.status_code == 404 and "it holds: CPU" in r.json()["detail"]
 
 
-def test_healthz_and_openapi(server):
-    assert httpx.get(f"{server}/healthz").json()["status"] == "ok"
-    assert "/v1/decision" in httpx.get(f"{server}/openapi.json").json()["paths"]
+def test_healthz_and_openapi(client):
+    assert client.get("/healthz").json()["status"] == "ok"
+    assert "/v1/decision" in client.get("/openapi.json").json()["paths"]
 
 
-@pytest.mark.filterwarnings("ignore:Using `httpx` with `starlette.testclient`")   # starlette's own note
-def test_a_remembered_query_whose_device_went_away_gets_the_routes_answer_not_a_500(swept_db):
-    # the fast path (api/fast.py) answers a repeated query without parsing it; when its device is
-    # gone (a reload of another database), the route must answer, with its 404
-    from fastapi.testclient import TestClient
-
-    from api.main import create_app
-
+def test_a_query_whose_device_went_away_gets_the_routes_answer_not_a_500(swept_db):
+    # the fast path (api/fast.py) answers a plain query itself; when its device is gone (a reload of
+    # another database), the route must answer, with its 404
     class Gone:
         def get(self, device):
             raise ValueError(f"no measurements for device {device!r}; it holds: nothing")
 
-    with TestClient(create_app(db=swept_db[0])) as c:
+    with in_process(swept_db[0]) as c:
         params = q(batch_size=3, kv_len=200)
         assert c.get("/v1/decision", params=params).status_code == 200
-        assert c.get("/v1/decision", params=params).status_code == 200       # now from the fast path
         real, c.app.state.dispatchers = c.app.state.dispatchers, Gone()
         r = c.get("/v1/decision", params=params)
         c.app.state.dispatchers = real                                       # for the shutdown

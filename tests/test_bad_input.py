@@ -1,13 +1,9 @@
 """Bad databases and bad flags: one readable line (exit 2) or a read-only mode, never a traceback."""
 import os
-import shutil
 import sqlite3
 import stat
 
-import pytest
-
 from dispatcher import load
-
 from tests.conftest import small
 from tests.test_cli import tuner
 
@@ -73,4 +69,5 @@ def test_bad_flags_are_one_line(tmp_path):
     one_line_error(tuner("decide", "--batch-size", "lots"), "Invalid value for '--batch-size'")
     one_line_error(tuner("sweep", "--no-such-flag"), "No such option: --no-such-flag")
     one_line_error(tuner("evaluate", "--holdout", "2", "--db", str(tmp_path / "x.db")), "--holdout 2.0 is out of range")
-    one_line_error(tuner("sweep", "--tp", "3", "--db", str(tmp_path / "x.db"), "--device", "cpu"), "tp 3 does not divide")
+    one_line_error(tuner("sweep", "--tp", "3", "--db", str(tmp_path / "x.db"), "--device", "cpu"),
+                   "tp 3 does not divide")

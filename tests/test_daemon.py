@@ -8,8 +8,7 @@ import pytest
 
 from dispatcher import load
 from dispatcher.live import keep_fresh
-
-from tests.conftest import serve, small
+from tests.conftest import in_process, serve, small
 
 TOKEN = "s3cret-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -37,10 +36,10 @@ def body(**kw):
 
 
 def test_write_endpoints_are_off_without_a_token(db):
-    with serve(db) as url:
-        r = httpx.post(f"{url}/v1/sweeps", json=body())
+    with in_process(db) as c:
+        r = c.post("/v1/sweeps", json=body())
         assert r.status_code == 403 and "SWITCHYARD_TOKEN" in r.json()["detail"]
-        assert httpx.get(f"{url}/v1/decision", params=small().to_dict()).status_code == 200   # reads stay open
+        assert c.get("/v1/decision", params=small().to_dict()).status_code == 200   # reads stay open
 
 
 def test_token_refused_and_accepted(db):
@@ -52,36 +51,36 @@ def test_token_refused_and_accepted(db):
 
 
 def test_bounds_are_named(db):
-    with serve(db, token=TOKEN) as url:
+    with in_process(db, token=TOKEN) as c:
         many = {"problems": [small().to_dict()] * 1025}
-        r = httpx.post(f"{url}/v1/decisions", json=many)
+        r = c.post("/v1/decisions", json=many)
         assert r.status_code == 422 and r.json()["detail"][0]["loc"][:2] == ["body", "problems"]
         huge = body(batch_size=4096, kv_len=1 << 20, num_qo_heads=64, num_kv_heads=64, head_dim=256)
-        r = httpx.post(f"{url}/v1/sweeps", json=huge, headers=AUTH)
+        r = c.post("/v1/sweeps", json=huge, headers=AUTH)
         assert r.status_code == 422 and "a sweep may allocate at most 2.0 GiB per problem" in r.json()["detail"]
-        r = httpx.post(f"{url}/v1/sweeps", json={"model": "llama4-scout", "problems": []}, headers=AUTH)
+        r = c.post("/v1/sweeps", json={"model": "llama4-scout", "problems": []}, headers=AUTH)
         assert r.status_code == 422 and "not both" in r.json()["detail"]
-        r = httpx.post(f"{url}/v1/sweeps", json={"model": "llama4-scout", "db": "/etc/passwd"}, headers=AUTH)
+        r = c.post("/v1/sweeps", json={"model": "llama4-scout", "db": "/etc/passwd"}, headers=AUTH)
         assert r.status_code == 422                      # no request can name a path on the host
-        codes = [httpx.post(f"{url}/v1/sweeps", json={"model": "llama-3.1-8b", "phases": ["decode"]},
+        codes = [c.post("/v1/sweeps", json={"model": "llama-3.1-8b", "phases": ["decode"]},
                             headers=AUTH).status_code for _ in range(7)]
         assert codes[:5] == [202] * 5 and 429 in codes   # one running + 4 queued, then "queue full"
-        r = httpx.post(f"{url}/v1/sweeps", json={"model": "llama-3.1-8b"}, headers=AUTH)
+        r = c.post("/v1/sweeps", json={"model": "llama-3.1-8b"}, headers=AUTH)
         assert r.status_code == 429 and "4 sweeps are already queued" in r.json()["detail"]
 
 
 def test_sweep_job_lifecycle_and_cancel(db):
-    with serve(db, token=TOKEN) as url:
+    with in_process(db, token=TOKEN) as c:
         probs = {"problems": [small(head_dim=32, batch_size=b).to_dict() for b in (1, 2, 4)]}
-        job = httpx.post(f"{url}/v1/sweeps", json=probs, headers=AUTH).json()
-        done = wait(lambda: (j := httpx.get(f"{url}/v1/sweeps/{job['id']}").json())["state"] == "done" and j)
+        job = c.post("/v1/sweeps", json=probs, headers=AUTH).json()
+        done = wait(lambda: (j := c.get(f"/v1/sweeps/{job['id']}").json())["state"] == "done" and j)
         assert done["total"] == done["done"] == 3 and done["counts"].get("ok") == 6 and done["progress"] == 1.0
 
-        long = httpx.post(f"{url}/v1/sweeps", json={"model": "llama4-scout"}, headers=AUTH).json()
-        wait(lambda: httpx.get(f"{url}/v1/sweeps/{long['id']}").json()["done"] >= 2)
-        r = httpx.delete(f"{url}/v1/sweeps/{long['id']}", headers=AUTH)
+        long = c.post("/v1/sweeps", json={"model": "llama4-scout"}, headers=AUTH).json()
+        wait(lambda: c.get(f"/v1/sweeps/{long['id']}").json()["done"] >= 2)
+        r = c.delete(f"/v1/sweeps/{long['id']}", headers=AUTH)
         assert r.status_code == 200
-        final = wait(lambda: (j := httpx.get(f"{url}/v1/sweeps/{long['id']}").json())["state"] == "cancelled" and j)
+        final = wait(lambda: (j := c.get(f"/v1/sweeps/{long['id']}").json())["state"] == "cancelled" and j)
         assert 2 <= final["done"] < final["total"]
     c = sqlite3.connect(db)
     scout = c.execute("select count(distinct problem_key) from winners where num_qo_heads = 40").fetchone()[0]
@@ -104,14 +103,15 @@ def test_hot_reload_in_a_serving_process(db):
 
 
 def test_misses_flow_to_the_store_and_get_tuned(db):
-    with serve(db, "--tune-misses", "--idle-s", "0.5", "--refresh-s", "0.3", token=TOKEN) as url:
+    with in_process(db, tune_misses="writers", idle_s=0.5, refresh_s=0.3, token=TOKEN) as c:
         miss = small(head_dim=48, batch_size=3, kv_len=100)
         for _ in range(3):
-            assert httpx.get(f"{url}/v1/decision", params=miss.to_dict()).json()["source"] == "rule"
+            assert c.get("/v1/decision", params=miss.to_dict()).json()["source"] == "rule"
         # the daemon measures the miss in the background, then answers from the measurement
-        dec = wait(lambda: (d := httpx.get(f"{url}/v1/decision", params=miss.to_dict()).json())["source"] == "measured" and d)
+        dec = wait(lambda: (d := c.get("/v1/decision", params=miss.to_dict()).json())["source"] == "measured"
+                   and d)
         assert dec["expected_us"] > 0
-        kinds = [j["kind"] for j in httpx.get(f"{url}/v1/sweeps").json()["sweeps"]]
+        kinds = [j["kind"] for j in c.get("/v1/sweeps").json()["sweeps"]]
         assert "misses" in kinds
 
 
@@ -123,27 +123,27 @@ def test_misses_endpoint_and_in_process_flush(db):
     live.stop()                                        # flushes at exit
     row = sqlite3.connect(db).execute("select source, count from misses where head_dim = 40").fetchone()
     assert row == ("rule", 5)
-    with serve(db) as url:
-        httpx.get(f"{url}/v1/decision", params=small(batch_size=64, kv_len=64).to_dict())
-        m = httpx.get(f"{url}/v1/misses").json()["misses"]
+    with in_process(db) as c:
+        c.get("/v1/decision", params=small(batch_size=64, kv_len=64).to_dict())
+        m = c.get("/v1/misses").json()["misses"]
         by = {(x["head_dim"], x["batch_size"]): x for x in m}
         assert by[(40, 2)]["count"] == 5 and by[(64, 64)]["source"] in ("learned", "nearest")
 
 
 def test_metrics_kernels_environments_coverage(db):
-    with serve(db) as url:
-        httpx.get(f"{url}/v1/decision", params=small(batch_size=4, kv_len=256).to_dict())   # a measured bucket
-        text = httpx.get(f"{url}/metrics").text
+    with in_process(db) as c:
+        c.get("/v1/decision", params=small(batch_size=4, kv_len=256).to_dict())   # a measured bucket
+        text = c.get("/metrics").text
         assert 'switchyard_decisions_total{source="measured"} 1' in text
         assert 'switchyard_request_seconds_bucket{route="/v1/decision",le="0.01"}' in text
         assert "switchyard_measurements_stored" in text
-        k = httpx.get(f"{url}/v1/kernels", params=dict(phase="decode", num_qo_heads=40, num_kv_heads=8,
+        k = c.get("/v1/kernels", params=dict(phase="decode", num_qo_heads=40, num_kv_heads=8,
                                                         head_dim=128, page_size=16)).json()
         sdpa = next(x for x in k["kernels"] if x["id"] == "torch-sdpa")
         xqa = next(x for x in k["kernels"] if x["id"] == "trtllm-xqa")
         assert sdpa["eligible"] and not xqa["eligible"] and "does not run on cpu" in xqa["reasons"][0]
-        assert httpx.get(f"{url}/v1/kernels", params=dict(phase="decode")).status_code == 422
-        envs = httpx.get(f"{url}/v1/environments").json()["environments"]
+        assert c.get("/v1/kernels", params=dict(phase="decode")).status_code == 422
+        envs = c.get("/v1/environments").json()["environments"]
         assert envs and envs[0]["device_name"].startswith("CPU")
-        cov = httpx.get(f"{url}/v1/coverage").json()
+        cov = c.get("/v1/coverage").json()
         assert cov["families"] and cov["families"][0]["measured_buckets"] >= 1

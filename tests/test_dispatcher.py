@@ -8,7 +8,6 @@ from dispatcher.device import H200
 from dispatcher.dispatch import Dispatcher
 from dispatcher.pipeline import Pipeline
 from dispatcher.table import Table, Timing
-
 from tests.conftest import ROOT, small
 
 
@@ -73,7 +72,8 @@ def test_ties_within_noise_keep_the_rules_choice():
 
 
 def test_import_dispatcher_is_light():
-    code = "import sys, dispatcher; print(sorted(m for m in ('torch','fastapi','optuna','flashinfer') if m in sys.modules))"
+    code = ("import sys, dispatcher; "
+            "print(sorted(m for m in ('torch','fastapi','optuna','flashinfer') if m in sys.modules))")
     assert subprocess.check_output([sys.executable, "-c", code], cwd=ROOT, text=True).strip() == "[]"
 
 

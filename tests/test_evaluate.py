@@ -4,7 +4,7 @@ import math
 import subprocess
 import sys
 
-from tests.conftest import ROOT, SHIPPED     # the autouse guard there checks it is never written
+from tests.conftest import ROOT, SHIPPED  # the autouse guard there checks it is never written
 
 
 def evaluate(*args):
@@ -42,4 +42,5 @@ def test_held_out_regret_and_the_worst_misses_on_the_shipped_h200_data():
     assert table.returncode == 0, table.stderr[-2000:]
     assert "worst held-out choices of the learned model" in table.stdout
     assert f"all held-out shapes, learned: regret gm {res['overall']['learned']['regret_geomean']:.4f}" in table.stdout
-    assert "[enable_pdl=" in table.stdout or "[fixed_split_size=" in table.stdout    # tactics shown, not eaten as markup
+    # tactics shown, not eaten as markup
+    assert "[enable_pdl=" in table.stdout or "[fixed_split_size=" in table.stdout

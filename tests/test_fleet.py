@@ -78,7 +78,8 @@ def _sleeper_env(tmp_path, slow=""):
 
 def test_two_workers_sweep_into_one_store_and_resume(tmp_path):
     probs = tmp_path / "p.jsonl"
-    probs.write_text("".join(json.dumps(small(batch_size=b, kv_len=kv).to_dict()) + "\n" for b in (1, 4) for kv in (64, 256)))
+    probs.write_text("".join(json.dumps(small(batch_size=b, kv_len=kv).to_dict()) + "\n"
+                             for b in (1, 4) for kv in (64, 256)))
     db = tmp_path / "h.db"
     env = _sleeper_env(tmp_path)
     r = _sweep(["--devices", "cpu,cpu"], env, db, probs)

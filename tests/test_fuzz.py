@@ -9,7 +9,8 @@ from dispatcher import AttentionProblem, ProblemError
 from dispatcher.problem import FIELDS
 
 anything = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True),
-                     st.text(max_size=12), st.sampled_from(["decode", "prefill", "bf16", "fp8", "fp16", "1", "-1", "true"]))
+                     st.text(max_size=12),
+                     st.sampled_from(["decode", "prefill", "bf16", "fp8", "fp16", "1", "-1", "true"]))
 plausible = {
     "phase": st.sampled_from(["decode", "prefill", "train", ""]),
     "num_qo_heads": st.integers(-2, 2000), "num_kv_heads": st.integers(-2, 2000),
@@ -46,14 +47,14 @@ def check(r: httpx.Response) -> None:
 
 def test_rest_get_decision_never_5xx(server):
     sent = []
+    with httpx.Client(base_url=server) as c:
 
-    @settings(max_examples=700, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(params=problem_dicts)
-    def one(params):
-        with httpx.Client(base_url=server) as c:
+        @settings(max_examples=700, deadline=None, suppress_health_check=list(HealthCheck))
+        @given(params=problem_dicts)
+        def one(params):
             check(c.get("/v1/decision", params={k: str(v) for k, v in params.items()}))
             sent.append(1)
-    one()
+        one()
     assert len(sent) >= 500
 
 
@@ -66,14 +67,14 @@ def test_rest_post_and_kernels_never_5xx(server):
                           anything),
            kernels=problem_dicts)
     def one(body, kernels):
-        with httpx.Client(base_url=server) as c:
-            raw = json.dumps(body).encode()                    # NaN/Infinity stay in: invalid JSON must be a 4xx
-            headers = {"content-type": "application/json"}
-            check(c.post("/v1/decisions", content=raw, headers=headers))
-            check(c.get("/v1/kernels", params={k: str(v) for k, v in kernels.items()}))
-            check(c.post("/v1/sweeps", content=raw, headers=headers))   # no token configured: 403, never 5xx
-            sent.append(3)
-    one()
+        raw = json.dumps(body).encode()                    # NaN/Infinity stay in: invalid JSON must be a 4xx
+        headers = {"content-type": "application/json"}
+        check(c.post("/v1/decisions", content=raw, headers=headers))
+        check(c.get("/v1/kernels", params={k: str(v) for k, v in kernels.items()}))
+        check(c.post("/v1/sweeps", content=raw, headers=headers))   # no token configured: 403, never 5xx
+        sent.append(3)
+    with httpx.Client(base_url=server) as c:
+        one()
     assert sum(sent) >= 600
 
 
@@ -89,7 +90,8 @@ oversized = st.one_of(st.integers(2**31, 2**200).map(str), st.text(min_size=100,
 
 def test_non_canonical_and_oversized_values_get_the_canonical_answer_or_a_4xx(server):
     from tests.conftest import small
-    base = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in small(batch_size=4, kv_len=256).to_dict().items()}
+    base = {k: str(v).lower() if isinstance(v, bool) else str(v)
+            for k, v in small(batch_size=4, kv_len=256).to_dict().items()}
     sent = []
     with httpx.Client(base_url=server) as c:
         canonical = c.get("/v1/decision", params=base).json()

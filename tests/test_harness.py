@@ -2,7 +2,8 @@
 import dataclasses
 import time
 
-from tuner.harness import TimingConfig, WallTimer, time_interleaved
+from tuner.timing import TimingConfig, time_interleaved
+from tuner.timing.wall import WallTimer
 
 
 def sleeper(seconds: float, calls: list):
@@ -12,7 +13,8 @@ def sleeper(seconds: float, calls: list):
     return f
 
 
-CFG = TimingConfig(rounds=5, warmup=1, round_s=0.0005, max_calls=3, keep_rounds=1, far_behind=2.5)   # wide: sleep jitters
+# wide: sleep jitters
+CFG = TimingConfig(rounds=5, warmup=1, round_s=0.0005, max_calls=3, keep_rounds=1, far_behind=2.5)
 
 
 def test_a_far_slower_candidate_stops_after_the_first_round_and_the_ranking_holds():
@@ -41,7 +43,7 @@ def test_first_warm_skips_only_the_first_copys_warm_up_call():
 def test_the_warm_up_stage_is_split_into_its_parts_and_shown_inside_it():
     from collections import Counter
 
-    from tuner.sweep import stage_line
+    from tuner.clock import stage_line
     clock = Counter()
     # two copies sleeping 10 ms: the warm-up pass runs both (20 ms), the length estimate one (10 ms)
     timer = WallTimer(CFG)
@@ -61,7 +63,7 @@ def test_the_warm_up_stage_is_split_into_its_parts_and_shown_inside_it():
 
 
 def test_a_cuda_graph_holds_whole_passes_over_the_copies_within_the_cap():
-    from tuner.harness import calls_per_graph
+    from tuner.timing.base import calls_per_graph
     cfg = TimingConfig()                                 # at most 10 calls, a replay of ~1 ms
     assert calls_per_graph(5.0, 8, cfg) == 8             # 8 small copies: one pass, not two (16 > 10)
     assert calls_per_graph(5.0, 3, cfg) == 9             # three passes over 3 copies

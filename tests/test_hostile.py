@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from dispatcher import store
-from tests.conftest import ROOT, serve, small
+from tests.conftest import in_process, serve, small
 from tests.test_bad_input import DECIDE, one_line_error
 from tests.test_cli import tuner
 
@@ -54,7 +54,7 @@ def raw(url: str, data: bytes, wait_s: float = 3.0) -> bytes:
             while chunk := s.recv(65536):
                 got += chunk
                 s.settimeout(0.3)               # the rest of an answer comes right after its start
-        except (socket.timeout, ConnectionResetError, BrokenPipeError):
+        except (TimeoutError, ConnectionResetError, BrokenPipeError):
             pass
     return got or b"(no answer)"
 
@@ -181,7 +181,8 @@ def test_sweep_options_are_validated_and_queue_states_exact(db):
                                ({"problems": [{**small().to_dict(), "window_left": 2**63}]}, "window_left")):
             r = c.post("/v1/sweeps", json=body)
             assert r.status_code == 422 and fragment in json.dumps(r.json()["detail"]), (body, r.text)
-        ids = [c.post("/v1/sweeps", json={"model": "llama-3.1-8b", "phases": ["decode"]}).json()["id"] for _ in range(5)]
+        one = {"model": "llama-3.1-8b", "phases": ["decode"]}
+        ids = [c.post("/v1/sweeps", json=one).json()["id"] for _ in range(5)]
         assert c.post("/v1/sweeps", json={"model": "llama-3.1-8b"}).status_code == 429   # one running, 4 queued
         queued = [i for i in ids if c.get(f"/v1/sweeps/{i}").json()["state"] == "queued"]
         assert c.delete(f"/v1/sweeps/{queued[-1]}").json()["state"] == "cancelled"
@@ -212,23 +213,24 @@ def test_a_job_cancelled_as_it_finished_reads_done(db, monkeypatch):
 
 
 def test_a_database_gone_bad_answers_503_and_healthz_says_so(db):
-    with serve(db) as url:
-        assert httpx.get(f"{url}/v1/decision", params=q()).status_code == 200
+    with in_process(db) as c:
+        assert c.get("/v1/decision", params=q()).status_code == 200
         db.write_bytes(b"not a database" * 500)
         for path in ("/v1/environments", "/v1/coverage", "/v1/misses", "/metrics"):
-            r = httpx.get(f"{url}{path}")
+            r = c.get(path)
             assert r.status_code == 503 and "database cannot be read" in r.json()["detail"], (path, r.text)
             assert str(db.parent) not in r.text                           # no host paths
-        h = httpx.get(f"{url}/healthz")
+        h = c.get("/healthz")
         assert h.status_code == 503 and h.json()["status"] == "degraded"
-        assert httpx.get(f"{url}/v1/decision", params=q()).status_code == 200   # decisions go on from memory
+        assert c.get("/v1/decision", params=q()).status_code == 200       # decisions go on from memory
 
 
 @pytest.mark.parametrize("text,fragment", [
     ("1\n", "a problem is an object of fields"), ("null\n", "not NoneType"),
     ("Infinity\n", "not float"),
     (json.dumps({**small().to_dict(), "batch_size": float("inf")}) + "\n", "batch_size inf is not an integer"),
-    ("[" * 60_000 + "\n", "nested too deeply"), ("[" * 100_000 + "\n", "longer than 65536 bytes"), ("\xff\xfe\n", "not JSON"),
+    ("[" * 60_000 + "\n", "nested too deeply"), ("[" * 100_000 + "\n", "longer than 65536 "
+                                                                       "bytes"), ("\xff\xfe\n", "not JSON"),
 ])
 def test_decide_input_lines_are_one_line_errors(swept_db, text, fragment):
     one_line_error(tuner("decide", "--db", str(swept_db[0]), "--input", "-", input=text), fragment)

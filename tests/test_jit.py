@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tuner.jit import share_ninja_log
+from tuner.runners.jit import share_ninja_log
 
 pytestmark = pytest.mark.skipif(shutil.which("ninja") is None or shutil.which("cc") is None,
                                 reason="ninja or a C compiler is not installed")
@@ -89,7 +89,7 @@ def test_a_long_build_reports_its_progress(tmp_path):
     # the reporter polls, and the count it reports is read from ninja's own log
     from types import SimpleNamespace
 
-    from tuner.jit import build_progress
+    from tuner.runners.jit import build_progress
     root = tmp_path / "cached_ops"
     mods = [_module(root, n) for n in ("fa3_prefill", "xqa_decode")]
     slow = root.parent / "slow.c"
@@ -119,7 +119,7 @@ def _reinstall(path, module):
 def test_a_reinstalled_header_makes_its_module_out_of_date_and_one_parallel_run_fixes_it(built, monkeypatch):
     # the H200 (2026-12-04b): setup.sh reinstalled tvm-ffi every call, and every module then
     # compiled again at its first load, one at a time, inside the sweep's measuring
-    import tuner.jit as jit
+    import tuner.runners.jit as jit
     root, mods = built
     share_ninja_log(root, mods)
     assert jit.out_of_date(mods) == []
@@ -136,7 +136,7 @@ def test_a_reinstalled_header_makes_its_module_out_of_date_and_one_parallel_run_
 def test_the_verified_shortcut_first_rebuilds_what_went_stale_and_says_so(built, monkeypatch, tmp_path):
     import json
 
-    import tuner.jit as jit
+    import tuner.runners.jit as jit
     root, mods = built
     share_ninja_log(root, mods)
     manifest = tmp_path / "manifest.json"

@@ -5,7 +5,6 @@ from dispatcher.dispatch import Dispatcher
 from dispatcher.model import predict
 from dispatcher.pipeline import Pipeline
 from dispatcher.table import Table, Timing
-
 from tests.conftest import small
 
 SCOUT = dict(num_qo_heads=40, num_kv_heads=8, head_dim=128, kv_dtype="fp8", out_dtype="fp8")
@@ -48,7 +47,8 @@ def test_learned_decision_picks_the_pipeline_predicted_faster():
             t.add(p, Timing(XQA, xqa(b, kv), 0.1, 0.04))
             t.add(p, Timing(TC, tc(b, kv), 0.1, 0.003))
     d = Dispatcher(t, H200)
-    short, long = d.choose(small(**SCOUT, batch_size=2, kv_len=256)), d.choose(small(**SCOUT, batch_size=2, kv_len=16384))
+    short = d.choose(small(**SCOUT, batch_size=2, kv_len=256))
+    long = d.choose(small(**SCOUT, batch_size=2, kv_len=16384))
     assert short.source == long.source == "learned"
     assert short.kernel == "trtllm-xqa" and short.fused_out_quant
     assert long.kernel == "fa2-tc" and long.out_quant

@@ -1,9 +1,9 @@
-from dispatcher import eligible, load_registry
+import pytest
+
+from dispatcher import ineligibility_reasons, load_registry
 from dispatcher.device import B200, H200
 from dispatcher.pipeline import candidates, pipelines_for
 from dispatcher.registry import RegistryError
-import pytest
-
 from tests.conftest import small
 
 SCOUT = dict(num_qo_heads=40, num_kv_heads=8, head_dim=128, page_size=16)
@@ -19,9 +19,9 @@ def test_every_public_kernel_is_declared_with_its_capabilities():
 
 
 def test_fa2_cuda_core_decode_rejects_group_5():
-    reasons = eligible(REG["fa2"], small(**SCOUT), H200)
+    reasons = ineligibility_reasons(REG["fa2"], small(**SCOUT), H200)
     assert reasons == ["GQA group size 5 (40/8 heads) not supported in decode (supports [1, 2, 3, 4, 8])"]
-    assert eligible(REG["fa2"], small(**SCOUT, phase="prefill", q_len=64, kv_len=128), H200) == []
+    assert ineligibility_reasons(REG["fa2"], small(**SCOUT, phase="prefill", q_len=64, kv_len=128), H200) == []
 
 
 def test_fa3_fp8_kv_needs_a_q_quant_pipeline():
@@ -38,14 +38,14 @@ def test_xqa_fused_fp8_out_needs_fp8_kv():
 
 def test_trtllm_gen_only_on_sm100():
     p = small(**SCOUT)
-    assert eligible(REG["trtllm-gen"], p, H200) == ["needs SM100, SM103; NVIDIA H200 is SM90"]
-    assert eligible(REG["trtllm-gen"], p, B200) == []
-    assert eligible(REG["trtllm-xqa"], p, B200) == ["needs SM90, SM120, SM121; NVIDIA B200 is SM100"]
+    assert ineligibility_reasons(REG["trtllm-gen"], p, H200) == ["needs SM100, SM103; NVIDIA H200 is SM90"]
+    assert ineligibility_reasons(REG["trtllm-gen"], p, B200) == []
+    assert ineligibility_reasons(REG["trtllm-xqa"], p, B200) == ["needs SM90, SM120, SM121; NVIDIA B200 is SM100"]
 
 
 def test_cpu_gets_only_torch_sdpa(cpu):
     assert {c.kernel for c in candidates(REG, small(), cpu)} == {"torch-sdpa"}
-    assert "does not run on cpu (runs on cuda)" in eligible(REG["trtllm-xqa"], small(), cpu)
+    assert "does not run on cpu (runs on cuda)" in ineligibility_reasons(REG["trtllm-xqa"], small(), cpu)
 
 
 def test_user_file_overrides_and_adds(tmp_path):

@@ -1,5 +1,4 @@
 """Crash and resume, and readers beside a writer, with real processes."""
-import os
 import signal
 import sqlite3
 import subprocess
@@ -66,11 +65,11 @@ def test_sigkill_at_any_point_loses_and_duplicates_nothing(tmp_path):
 
 
 READER = r"""
-import sys, time
+import os, sys, time
 from dispatcher import load
-db, until = sys.argv[1], time.time() + float(sys.argv[2])
+db, done, until = sys.argv[1], sys.argv[2], time.time() + 120
 sizes, errors = [], 0
-while time.time() < until:
+while not os.path.exists(done) and time.time() < until:
     try:
         d = load(db, "cpu")
         t = d.table
@@ -89,11 +88,13 @@ def test_readers_see_whole_tables_while_a_sweep_writes(tmp_path):
     db = tmp_path / "shared.db"
     from tuner.store import Store
     Store(db).close()
-    writer = subprocess.Popen([*SWEEP, "--db", str(db)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    readers = [subprocess.Popen([sys.executable, "-c", READER, str(db), "25"], cwd=ROOT, text=True,
+    done = tmp_path / "writer-done"
+    readers = [subprocess.Popen([sys.executable, "-c", READER, str(db), str(done)], cwd=ROOT, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(3)]
-    outs = [r.communicate(timeout=120) for r in readers]
+    writer = subprocess.Popen([*SWEEP, "--db", str(db)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     writer.wait(timeout=600)
+    done.touch()                               # the readers read while the writer wrote, then stop
+    outs = [r.communicate(timeout=120) for r in readers]
     assert writer.returncode == 0, writer.stderr.read()
     for out, err in outs:
         loads, lo, hi, errors = map(int, out.split())

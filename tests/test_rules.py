@@ -1,8 +1,7 @@
 from dispatcher import load_registry
 from dispatcher.device import B200, H200
 from dispatcher.pipeline import candidates
-from dispatcher.rules import resolve
-
+from dispatcher.rules import rule_pick
 from tests.conftest import small
 
 SCOUT = dict(num_qo_heads=40, num_kv_heads=8, head_dim=128)
@@ -10,14 +9,16 @@ REG = load_registry()
 
 
 def pick(rule, p, dev):
-    got, notes = resolve(rule, p, dev, candidates(REG, p, dev), {})
+    got, notes = rule_pick(rule, p, dev, REG, candidates(REG, p, dev))
     return got.id
 
 
 def test_vllm_2026_on_h200():
-    assert pick("vllm-2026", small(**SCOUT, kv_dtype="fp8", out_dtype="fp8"), H200) == "trtllm-xqa[enable_pdl=true]+out-quant"
+    assert (pick("vllm-2026", small(**SCOUT, kv_dtype="fp8", out_dtype="fp8"), H200)
+            == "trtllm-xqa[enable_pdl=true]+out-quant")
     assert pick("vllm-2026", small(**SCOUT), H200) == "fa2-tc[fixed_split_size=0]"
-    assert pick("vllm-2026", small(**SCOUT, phase="prefill", q_len=64, kv_len=128, kv_dtype="fp8"), H200) == "fa3+q-quant"
+    assert pick("vllm-2026", small(**SCOUT, phase="prefill", q_len=64, kv_len=128, kv_dtype="fp8"),
+                H200) == "fa3+q-quant"
 
 
 def test_vllm_2025_never_uses_trtllm_for_fp8_kv():

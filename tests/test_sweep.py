@@ -1,12 +1,13 @@
 import sqlite3
 
 from dispatcher import load
-from tuner import runners
-from tuner.harness import TimingConfig, WallTimer
-from tuner.store import Store
-from tuner.sweep import SweepOptions, run_sweep
-
 from tests.conftest import small
+from tuner import runners
+from tuner.options import SweepOptions
+from tuner.store import Store
+from tuner.sweep import run_sweep
+from tuner.timing import TimingConfig
+from tuner.timing.wall import WallTimer
 
 FAST = WallTimer(TimingConfig(rounds=3, round_s=0.001))
 

@@ -9,8 +9,8 @@ import pytest
 from dispatcher import load, load_registry
 from dispatcher.pipeline import Pipeline
 from dispatcher.registry import RegistryError
+from tuner.search.tactics import canonical, tune
 from tuner.store import result_row
-from tuner.tactics import canonical, tune
 
 SPACE = load_registry()["fa2-tc"].tune_space("cuda")     # 8 split sizes x disable_split_kv
 GRID_KNOBS = {"fixed_split_size"}
@@ -34,7 +34,8 @@ def fake_kernel(best_split: int):
 
 
 def test_canonical_drops_what_no_longer_matters():
-    assert canonical({"fixed_split_size": 0, "disable_split_kv": False}, SPACE, GRID_KNOBS) == (("fixed_split_size", 0),)
+    default = {"fixed_split_size": 0, "disable_split_kv": False}
+    assert canonical(default, SPACE, GRID_KNOBS) == (("fixed_split_size", 0),)
     # no split at all: the split size is irrelevant, so all 8 such settings are one pipeline
     assert canonical({"fixed_split_size": 512, "disable_split_kv": True}, SPACE, GRID_KNOBS) == \
         (("disable_split_kv", True), ("fixed_split_size", 0))
@@ -75,8 +76,10 @@ def test_a_tune_space_must_start_at_the_kernels_default(tmp_path):
 def test_cpu_sweep_with_optuna_tactics_keeps_every_trial_and_dispatch_carries_the_tactic(tmp_path):
     probs = tmp_path / "p.jsonl"
     probs.write_text("\n".join(json.dumps(d) for d in (
-        {"phase": "decode", "num_qo_heads": 8, "num_kv_heads": 2, "head_dim": 64, "page_size": 16, "batch_size": 2, "kv_len": 256},
-        {"phase": "decode", "num_qo_heads": 8, "num_kv_heads": 2, "head_dim": 64, "page_size": 16, "batch_size": 4, "kv_len": 512})))
+        {"phase": "decode", "num_qo_heads": 8, "num_kv_heads": 2, "head_dim": 64, "page_size": 16, "batch_size": 2,
+         "kv_len": 256},
+        {"phase": "decode", "num_qo_heads": 8, "num_kv_heads": 2, "head_dim": 64, "page_size": 16, "batch_size": 4,
+         "kv_len": 512})))
     db = tmp_path / "h.db"
     cmd = [sys.executable, "-m", "tuner", "sweep", "--problems", str(probs), "--db", str(db), "--tactics", "optuna"]
     subprocess.run(cmd, check=True, capture_output=True)
@@ -88,7 +91,8 @@ def test_cpu_sweep_with_optuna_tactics_keeps_every_trial_and_dispatch_carries_th
     winners = dict(c.execute("select problem_key, pipeline from winners"))
     d = load(db, "cpu")
     from dispatcher import AttentionProblem
-    p = AttentionProblem(phase="decode", num_qo_heads=8, num_kv_heads=2, head_dim=64, page_size=16, batch_size=2, kv_len=256)
+    p = AttentionProblem(phase="decode", num_qo_heads=8, num_kv_heads=2, head_dim=64, page_size=16, batch_size=2,
+                         kv_len=256)
     dec = d.choose(p)
     assert dec.source == "measured" and dec.pipeline == winners[p.key()]
     assert dict(dec.tactic)["backend"] in ("flash", "math")

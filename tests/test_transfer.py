@@ -3,9 +3,8 @@ import shutil
 import sqlite3
 
 from dispatcher import load
-from tuner.transfer import export_jsonl, export_vllm_json, import_jsonl
-
 from tests.conftest import ROOT, small
+from tuner.transfer import export_jsonl, export_vllm_json, import_jsonl
 
 
 def keys(path):

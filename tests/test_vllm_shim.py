@@ -8,7 +8,6 @@ from dispatcher.dispatch import Dispatcher
 from dispatcher.integrations import vllm as shim
 from dispatcher.pipeline import Pipeline
 from dispatcher.table import Table, Timing
-
 from tests.conftest import small
 
 SCOUT = dict(num_qo_heads=40, num_kv_heads=8, head_dim=128)

@@ -14,17 +14,20 @@ import statistics
 import threading
 import time
 from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from dispatcher.device import DeviceInfo, describe
 from dispatcher.pipeline import Pipeline
 from dispatcher.problem import AttentionProblem
 
-from .inputs import kv_bytes
+from .clock import stage
 from .isolation import IsolatedMeasurer, label
+from .measure import record_problem
+from .options import SweepOptions
+from .sizes import kv_bytes
 from .store import Store
-from .sweep import ProblemOutcome, SweepOptions, SweepReport, _record, plan, stage
+from .sweep import ProblemOutcome, SweepReport, plan
 
 HBM_BYTES_PER_S = 3e12       # roofline constants for ordering work only (H100/H200-class); never reported
 MATH_FLOPS_PER_S = 5e14
@@ -70,7 +73,10 @@ def est_seconds(p: AttentionProblem) -> float:
     return max(kv_bytes(p) / HBM_BYTES_PER_S, flops / MATH_FLOPS_PER_S)
 
 
-def largest_first(items: list[tuple[AttentionProblem, list[Pipeline]]]) -> list[tuple[AttentionProblem, list[Pipeline]]]:
+Planned = list[tuple[AttentionProblem, list[Pipeline]]]
+
+
+def largest_first(items: Planned) -> Planned:
     return sorted(items, key=lambda it: est_seconds(it[0]) * len(it[1]), reverse=True)
 
 
@@ -90,7 +96,7 @@ class Calibration:
                 f"(noise {self.tolerance:.1%}); {verdict} its environment")
 
 
-def calibration_set(items: list[tuple[AttentionProblem, list[Pipeline]]]) -> list[tuple[AttentionProblem, list[Pipeline]]]:
+def calibration_set(items: Planned) -> Planned:
     """A few problems spread over the plan's sizes (quartiles of the cost order), a few pipelines each."""
     ordered = largest_first([it for it in items if it[1]])
     if not ordered:
@@ -128,7 +134,8 @@ def _measure_each(workers: dict[str, IsolatedMeasurer], jobs: dict[str, list], o
     return {name: [workers[name].measure(p, pipes, opts) for p, pipes in job] for name, job in jobs.items()}
 
 
-def calibrate(devices: list[DeviceInfo], workers: dict[str, IsolatedMeasurer], items, opts) -> tuple[list[Group], list[Calibration]]:
+def calibrate(devices: list[DeviceInfo], workers: dict[str, IsolatedMeasurer], items: Planned,
+              opts: SweepOptions) -> tuple[list[Group], list[Calibration]]:
     """Group the devices into environments (see the module docstring)."""
     by_model: dict[str, list[DeviceInfo]] = {}
     for d in devices:
@@ -225,7 +232,7 @@ def _run_queues(groups, workers, store, opts, registry, planned, report, on_prob
             else:
                 report.seconds.update(clock)
                 with stage(report.seconds, "store"):
-                    winner = _record(p, all_pipes[p], rows, store, g.env_id, opts, registry, g.device)
+                    winner = record_problem(p, all_pipes[p], rows, store, g.env_id, opts, registry, g.device)
                 o = ProblemOutcome(p, rows, winner)
                 report.outcomes.append(o)
                 report.by_device[name] += 1

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from dispatcher.problem import AttentionProblem
 
 from .models import ModelPreset
+from .sizes import kv_bytes
 
 
 def pow2_range(lo: int, hi: int) -> list[int]:
@@ -54,7 +55,7 @@ def problems(model: ModelPreset, tps: list[int], phases: list[str], kv_dtypes: l
     """The grid, most useful first (first page size and TP before the others), so a sweep cut short
     by --max-minutes still covers whole configurations. `max_kv_bytes` drops problems whose one-layer
     KV cache could not be held by the GPU alongside the model's other layers."""
-    from .inputs import kv_bytes
+
     out = []
     for page in page_sizes:
         for tp in tps:

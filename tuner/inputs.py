@@ -16,18 +16,6 @@ CHECK_REQUESTS = 2        # requests compared with the reference
 CHECK_QUERIES = 256       # of those, the last query rows (they see the most keys)
 
 
-def kv_bytes(p: AttentionProblem) -> int:
-    pages = p.batch_size * math.ceil(p.kv_len / p.page_size)
-    elem = 1 if p.kv_dtype == "fp8" else 2
-    return pages * 2 * p.num_kv_heads * p.page_size * p.head_dim * elem
-
-
-def working_bytes(p: AttentionProblem) -> int:
-    """What one problem's inputs, outputs and a gathered KV copy may take, as a fit check."""
-    q = p.batch_size * p.q_len * p.num_qo_heads * p.head_dim * 2
-    return 2 * kv_bytes(p) + 4 * q
-
-
 @dataclass
 class PagedInputs:
     problem: AttentionProblem

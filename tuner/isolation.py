@@ -15,7 +15,11 @@ from dispatcher.device import DeviceInfo
 from dispatcher.pipeline import Pipeline
 from dispatcher.problem import AttentionProblem
 
+from .clock import stages
+from .measure import measure_problem
+from .options import SweepOptions
 from .store import result_row
+from .timing import make_timer
 
 
 def label(d: DeviceInfo) -> str:
@@ -29,8 +33,6 @@ def _worker(conn, device: DeviceInfo, mode: str) -> None:
     if device.kind == "cuda":
         import torch
         torch.cuda.set_device(device.index)     # streams, graphs and "cuda" tensors on this worker's GPU
-    from .harness import make_timer
-    from .sweep import measure_problem
     timer = make_timer(mode)
     while True:
         msg = conn.recv()
@@ -87,7 +89,8 @@ class IsolatedMeasurer:
                 pass
         self._kill()
 
-    def measure(self, problem: AttentionProblem, pipes: list[Pipeline], opts, clock: Counter | None = None) -> list[dict]:
+    def measure(self, problem: AttentionProblem, pipes: list[Pipeline], opts: SweepOptions,
+                clock: Counter[str] | None = None) -> list[dict]:
         """Rows for `pipes`; `clock` gets the worker's seconds per stage, and the rest as "worker"."""
         t0, staged = time.perf_counter(), Counter()
         try:
@@ -95,7 +98,6 @@ class IsolatedMeasurer:
         finally:
             if clock is not None:
                 clock.update(staged)
-                from .sweep import stages
                 clock["worker"] += time.perf_counter() - t0 - sum(stages(staged).values())
 
     def _measure(self, problem, pipes, opts, clock: Counter) -> list[dict]:

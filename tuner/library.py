@@ -3,21 +3,25 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from dispatcher.device import DeviceInfo, describe
 from dispatcher.dispatch import default_timing_mode
 from dispatcher.problem import DTYPES, PHASES, AttentionProblem
-from dispatcher.registry import load_registry
+from dispatcher.registry import KernelSpec, load_registry
 from dispatcher.schema import StoreError
 from dispatcher.store import default_path, environments, open_readonly
 
 from .grid import FULL, QUICK, problems
-from .harness import make_timer
 from .models import preset
+from .options import SweepOptions
 from .store import Store, is_shipped
-from .sweep import SweepOptions, SweepReport, isolated, run_sweep
+from .timing import make_timer
 
+if TYPE_CHECKING:               # tuner.sweep imports torch: `tuner decide` and `tuner show` never need it
+    from .sweep import SweepReport
 
 GRIDS = {"quick": QUICK, "full": FULL}
 
@@ -92,26 +96,34 @@ def start_sweep(req: SweepRequest, db=None, opts: SweepOptions = SweepOptions(),
     return run_problems(probs, dev, db, mode, opts, on_problem, say, search, budget)
 
 
+def prebuild_for(probs: list[AttentionProblem], dev: DeviceInfo, registry: dict[str, KernelSpec],
+                 opts: SweepOptions, say: Callable[[str], None]) -> float:
+    """Compile, up front and in parallel, every JIT module the sweep of `probs` needs (CUDA only);
+    the seconds it took."""
+    if dev.kind != "cuda":
+        return 0.0
+    from .runners.jit import prebuild
+    from .sweep import plan
+    return float(prebuild(plan(probs, dev, registry, opts.all_tactics), dev, say)["seconds"])
+
+
 def run_problems(probs: list[AttentionProblem], dev: DeviceInfo, db, mode: str, opts: SweepOptions = SweepOptions(),
                  on_problem=None, say=print, search: str = "grid", budget: float = 1 / 3) -> SweepReport:
     """JIT prebuild (CUDA), then the sweep; what `tuner sweep` and the daemon's jobs both run."""
+    from .sweep import run_sweep
     store = Store(db)
     try:
         registry = load_registry()
         if search not in ("grid", "adaptive"):
             raise ValueError(f"search {search!r} is not grid or adaptive")
-        jit = {"seconds": 0.0}
-        if dev.kind == "cuda":
-            from .jit import prebuild
-            from .sweep import plan
-            jit = prebuild(plan(probs, dev, registry, opts.all_tactics), dev, say)
+        jit_s = prebuild_for(probs, dev, registry, opts, say)
         timer = make_timer(mode)
         if search == "adaptive":
             report = _adaptive(probs, dev, store, db, timer, opts, registry, on_problem, budget, say)
         else:
             report = run_sweep(probs, dev, store, timer, opts, registry, on_problem)
-        if jit["seconds"]:
-            report.seconds["jit"] += jit["seconds"]
+        if jit_s:
+            report.seconds["jit"] += jit_s
         return report
     finally:
         store.close()
@@ -126,14 +138,10 @@ def run_on_devices(probs: list[AttentionProblem], devices: list[DeviceInfo], db,
     store = Store(db)
     try:
         registry = load_registry()
-        jit = {"seconds": 0.0}
-        if devices[0].kind == "cuda":
-            from .jit import prebuild
-            from .sweep import plan
-            jit = prebuild(plan(probs, devices[0], registry, opts.all_tactics), devices[0], say)
+        jit_s = prebuild_for(probs, devices[0], registry, opts, say)
         report = sweep_devices(probs, devices, store, mode, opts, registry, on_problem, say)
-        if jit["seconds"]:
-            report.seconds["jit"] += jit["seconds"]
+        if jit_s:
+            report.seconds["jit"] += jit_s
         return report
     finally:
         store.close()
@@ -143,7 +151,9 @@ def _adaptive(probs, dev, store, db, timer, opts, registry, on_problem, budget, 
     """tuner/adaptive.py over this grid, each chosen batch swept into the store like a grid sweep,
     all in one worker (starting one per batch cost the H200 run 173 of its 268 s)."""
     from dispatcher.dispatch import read_table
-    from .adaptive import adaptive_sweep
+
+    from .search.adaptive import adaptive_sweep
+    from .sweep import SweepReport, isolated, run_sweep
     report = SweepReport(store.environment(dev, timer.mode))
     measurer = isolated(dev, timer.mode, opts) if opts.isolate else None
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
 from dispatcher.problem import AttentionProblem, ProblemError
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 import socket
 import sqlite3
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from dispatcher.problem import AttentionProblem
 
 from .fleet import largest_first
-from .sweep import ProblemOutcome, SweepOptions, SweepReport
+from .options import SweepOptions
+from .sweep import ProblemOutcome, SweepReport
 
 
 def _ray():
@@ -60,6 +61,7 @@ def _worker_device(_=None):
 def sweep_shard(problems: list[dict], timing: str | None, opts: SweepOptions, done: dict[str, set[str]]) -> dict:
     """Runs on a Ray worker: sweep these problems on its device; the measurements as JSON lines."""
     from dispatcher.dispatch import default_timing_mode
+
     from .library import run_problems
     from .store import Store
     from .transfer import export_jsonl
@@ -136,7 +138,8 @@ def _merge(out: dict, db, import_jsonl, report: SweepReport) -> None:
         finally:
             Path(f.name).unlink()
     for pd, winner, statuses in out["outcomes"]:
-        report.outcomes.append(ProblemOutcome(AttentionProblem.from_dict(pd), [{"status": s} for s in statuses], winner))
+        rows = [{"status": s} for s in statuses]
+        report.outcomes.append(ProblemOutcome(AttentionProblem.from_dict(pd), rows, winner))
     report.outcomes += [ProblemOutcome(None, resumed=True) for _ in range(out["skipped"])]
     report.seconds.update(out["seconds"])
     report.by_device[f"{out['device']} ({out['host']})"] += len(out["outcomes"])

@@ -18,7 +18,7 @@ from dispatcher.table import Ranking
 
 
 def now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 class Store:
@@ -148,7 +148,7 @@ def is_shipped(path: Path) -> bool:
     return path.resolve() == (Path(__file__).resolve().parent.parent / "heuristics.db")
 
 
-def timings(store: "Store", env_id: int, problem: AttentionProblem):
+def timings(store: Store, env_id: int, problem: AttentionProblem):
     """The ok timings of one problem in one environment, as the ranking takes them."""
     from dispatcher.table import Timing
     rows = store.db.execute("select * from measurements where env_id = ? and problem_key = ? and status = 'ok'",

@@ -8,12 +8,10 @@ from pathlib import Path
 
 from dispatcher import store as reader
 from dispatcher.device import named
-from dispatcher.pipeline import Pipeline
 from dispatcher.policy import max_relerr
 from dispatcher.problem import FIELDS, AttentionProblem
-from dispatcher.registry import eligible, load_registry
-from dispatcher.rules import DEFAULT_RULE, resolve
-from dispatcher.pipeline import candidates
+from dispatcher.registry import load_registry
+from dispatcher.rules import DEFAULT_RULE, rule_pick
 from dispatcher.table import rank
 
 from .store import Store, timings
@@ -36,7 +34,8 @@ def export_jsonl(db, out: Path, device: str | None = None) -> int:
                 if device and env["device_name"] != device:
                     continue
                 row = {k: r[k] for k in r.keys() if k not in ("id", "env_id")}
-                f.write(json.dumps({"environment": {k: env[k] for k in ENV_FIELDS + ("key",)}, "measurement": row}) + "\n")
+                item = {"environment": {k: env[k] for k in ENV_FIELDS + ("key",)}, "measurement": row}
+                f.write(json.dumps(item) + "\n")
                 n += 1
     finally:
         conn.close()
@@ -86,9 +85,7 @@ def _rewin(s: Store, env_id: int, keys: set) -> None:
         cols = [d[0] for d in r.description]
         row = dict(zip(cols, r.fetchone()))
         p = AttentionProblem(**{f: row[f] for f in FIELDS})
-        cands = candidates(reg, p, dev)
-        passed = {k: why for k, sp in reg.items() if (why := eligible(sp, p, dev))}
-        pick, _ = resolve(DEFAULT_RULE, p, dev, cands, passed)
+        pick, _ = rule_pick(DEFAULT_RULE, p, dev, reg)
         ranking = rank(timings(s, env_id, p), max_relerr(p.kv_dtype, p.out_dtype), pick.id if pick else None)
         s.record(env_id, p, [], ranking)
 

@@ -1,7 +1,7 @@
 """Decisions: GET /v1/decision (query parameters are the problem fields), POST /v1/decisions."""
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
 
@@ -11,13 +11,14 @@ from ..deps import DispatchersDep
 from ..schemas import DecisionPublic, DecisionsPublic, DecisionsRequest, ProblemIn, ProblemQuery
 
 router = APIRouter(prefix="/v1", tags=["decisions"])
+Loc = list[str | int]      # where in the request an error is (FastAPI's `loc`)
 
 
-def unprocessable(e: ProblemError, loc: list) -> HTTPException:
+def unprocessable(e: ProblemError, loc: Loc) -> HTTPException:
     return HTTPException(422, detail=[{"loc": [*loc, e.field], "msg": str(e), "type": "value_error"}])
 
 
-def to_problem(p: ProblemIn, loc: list) -> AttentionProblem:
+def to_problem(p: ProblemIn, loc: Loc) -> AttentionProblem:
     try:
         return AttentionProblem(**p.model_dump(exclude={"device"}))
     except ProblemError as e:
@@ -28,13 +29,13 @@ def device_error(e: ValueError) -> HTTPException:
     return HTTPException(404, detail=str(e))
 
 
-def unservable(e: LookupError, loc: list) -> HTTPException:
+def unservable(e: LookupError, loc: Loc) -> HTTPException:
     """A valid problem that no kernel on the device can run: each kernel's reasons, as a 422."""
     return HTTPException(422, detail=[{"loc": loc, "msg": str(e), "type": "no_kernel"}])
 
 
 @router.get("/decision", response_model=DecisionPublic)
-def decision(q: Annotated[ProblemQuery, Query()], ds: DispatchersDep, request: Request):
+def decision(q: Annotated[ProblemQuery, Query()], ds: DispatchersDep, request: Request) -> dict[str, Any]:
     """The pipeline to run for one problem."""
     problem = to_problem(q, ["query"])
     try:
@@ -48,7 +49,7 @@ def decision(q: Annotated[ProblemQuery, Query()], ds: DispatchersDep, request: R
 
 
 @router.post("/decisions", response_model=DecisionsPublic)
-def decisions(body: DecisionsRequest, ds: DispatchersDep, request: Request):
+def decisions(body: DecisionsRequest, ds: DispatchersDep, request: Request) -> dict[str, Any]:
     """Decisions for many problems at once, in order (at most 1024)."""
     problems = [to_problem(p, ["body", "problems", i]) for i, p in enumerate(body.problems)]
     try:

@@ -1,11 +1,12 @@
 """GET /v1/environments, /v1/coverage, /v1/misses."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from fastapi import APIRouter, HTTPException, Query, Request
 
 from dispatcher import store
+from dispatcher.store import DbPath
 from tuner.library import overview
 
 from ..deps import DispatchersDep
@@ -14,12 +15,12 @@ router = APIRouter(prefix="/v1", tags=["environments"])
 
 
 @router.get("/environments")
-def environments(request: Request):
+def environments(request: Request) -> dict[str, Any]:
     """Each measured environment (device, versions, timing mode) with counts and coverage."""
     return overview(request.app.state.db)
 
 
-def _misses(db, device: str | None, limit: int) -> list[dict]:
+def _misses(db: DbPath, device: str | None, limit: int) -> list[dict[str, Any]]:
     conn = store.open_readonly(db)
     if conn is None:
         return []
@@ -31,7 +32,7 @@ def _misses(db, device: str | None, limit: int) -> list[dict]:
 
 @router.get("/misses")
 def misses(request: Request, ds: DispatchersDep, device: Optional[str] = None,
-           limit: int = Query(100, ge=1, le=1000)):
+           limit: int = Query(100, ge=1, le=1000)) -> dict[str, Any]:
     """Problems answered by 'learned', 'nearest' or 'rule' (not measured), most frequent first."""
     for d in ds.all():           # include what is still in memory, not yet flushed
         live_counts = d.take_misses()
@@ -44,7 +45,7 @@ def misses(request: Request, ds: DispatchersDep, device: Optional[str] = None,
 
 
 @router.get("/coverage")
-def coverage(ds: DispatchersDep, request: Request, device: Optional[str] = None):
+def coverage(ds: DispatchersDep, request: Request, device: Optional[str] = None) -> dict[str, Any]:
     """Measured buckets per shape family, families the learned model covers, and the top misses."""
     try:
         d = ds.get(device)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 from ..decision import Decision
 from ..dispatch import Dispatcher, load
@@ -36,12 +37,12 @@ class _Config:
 
 _config = _Config()
 _dispatcher: Dispatcher | None = None
-_answers: dict[tuple, Decision | None] = {}
+_answers: dict[tuple[Any, ...], Decision | None] = {}
 _originals: dict[tuple[str, str], object] = {}
 
 
-def configure(db=None, device=None, head_dim=128, page_size=16, out_dtype="bf16", model_dtype="bf16",
-              dispatcher: Dispatcher | None = None) -> None:
+def configure(db: str | None = None, device: str | None = None, head_dim: int = 128, page_size: int = 16,
+              out_dtype: str = "bf16", model_dtype: str = "bf16", dispatcher: Dispatcher | None = None) -> None:
     """Set what vLLM does not pass; loads the table now (never on the hot path)."""
     global _config, _dispatcher
     _config = _Config(db, device, head_dim, page_size, out_dtype, model_dtype)
@@ -52,14 +53,16 @@ def configure(db=None, device=None, head_dim=128, page_size=16, out_dtype="bf16"
 def _d() -> Dispatcher:
     if _dispatcher is None:
         configure()
+    assert _dispatcher is not None
     return _dispatcher
 
 
-def _is_fp8(dtype) -> bool:
+def _is_fp8(dtype: object) -> bool:
     return "float8" in str(dtype) or str(dtype).lower().startswith("fp8")
 
 
-def _decision(num_qo_heads, num_kv_heads, num_tokens, max_seq_len, kv_cache_dtype, is_prefill, has_sinks):
+def _decision(num_qo_heads: int, num_kv_heads: int, num_tokens: int, max_seq_len: int, kv_cache_dtype: str,
+              is_prefill: bool, has_sinks: bool) -> Decision | None:
     key = (num_qo_heads, num_kv_heads, next_pow2(max(1, num_tokens)), next_pow2(max(1, max_seq_len)),
            kv_cache_dtype, is_prefill, has_sinks)
     if key in _answers:
@@ -91,7 +94,7 @@ def _trtllm_supported(is_prefill: bool) -> bool:
 
 
 def use_trtllm_attention(num_qo_heads: int, num_kv_heads: int, num_tokens: int, max_seq_len: int,
-                         dcp_world_size: int, kv_cache_dtype: str, q_dtype, is_prefill: bool,
+                         dcp_world_size: int, kv_cache_dtype: str, q_dtype: object, is_prefill: bool,
                          force_use_trtllm: bool | None = None, has_sinks: bool = False,
                          has_spec: bool = False) -> bool:
     """Return True if TRT-LLM attention is used (vLLM's contract)."""

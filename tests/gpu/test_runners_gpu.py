@@ -72,9 +72,9 @@ def test_fused_fp8_out_and_q_quant_paths(device):
 
 
 def test_graph_sweep_records_h200_winners(device, tmp_path):
-    from tuner.harness import TimingConfig, make_timer
     from tuner.store import Store
     from tuner.sweep import run_sweep
+    from tuner.timing import TimingConfig, make_timer
     probs = [PROBLEMS[3], dataclasses.replace(PROBLEMS[3], batch_size=64, kv_len=8192)]
     s = Store(tmp_path / "h.db")
     report = run_sweep(probs, device, s, make_timer("graph", TimingConfig(rounds=5)), registry=load_registry())
@@ -116,6 +116,7 @@ def test_fmha_v2_builds_one_kernel_and_matches_the_full_module(device):
     """The tuner's FMHAv2 module holds the one kernel the runner calls (FlashInfer's holds 132,
     most of a cold sweep's compile), and that kernel gives the full module's output bit for bit."""
     import flashinfer.prefill as prefill
+
     from tuner.runners import fmha_v2_narrow as narrow
     p = PROBLEMS[7]
     pipe = next(c for c in candidates(load_registry(), p, device, False) if c.kernel == "trtllm-fmha-v2")

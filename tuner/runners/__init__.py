@@ -3,7 +3,8 @@ returns a callable producing the pipeline's output; the harness times it, the sw
 from __future__ import annotations
 
 import importlib
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 import torch
 

@@ -1,7 +1,7 @@
 """What the GPU runners share: workspaces, the q-quant and out-quant steps, dtype mapping."""
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import torch
 
@@ -14,7 +14,7 @@ from ..quant import quantize_fp8
 WORKSPACE_BYTES = 256 * 2**20
 
 
-@lru_cache(maxsize=None)
+@cache
 def workspace(device: str, purpose: str) -> torch.Tensor:
     """One zero-filled workspace per purpose: XQA keeps semaphores in its first 8 MiB, which must
     start at zero and must not be shared with kernels that scribble on their workspace."""
@@ -26,7 +26,8 @@ def flashinfer_missing() -> str | None:
     try:
         import flashinfer  # noqa: F401
     except Exception as e:  # noqa: BLE001
-        return f"flashinfer-python is not importable ({type(e).__name__}: {e}); install the cuda extra: pip install -e '.[cuda]'"
+        return (f"flashinfer-python is not importable ({type(e).__name__}: {e}); "
+                "install the cuda extra: pip install -e '.[cuda]'")
     return None
 
 
@@ -40,7 +41,8 @@ class FlashInferRunner:
         if device.kind != "cuda":
             return f"{self.kernel} needs a CUDA device"
         if self.archs and device.sm not in self.archs:
-            return f"{self.kernel} runs on {', '.join(f'SM{a}' for a in self.archs)} only; {device.name} is SM{device.sm}"
+            archs = ", ".join(f"SM{a}" for a in self.archs)
+            return f"{self.kernel} runs on {archs} only; {device.name} is SM{device.sm}"
         return flashinfer_missing()
 
 

@@ -42,7 +42,8 @@ class FmhaV2(FlashInferRunner):
             fmha_v2_narrow.use_head_size(p.head_dim)    # which narrow module FlashInfer's lookup gets
             return trtllm_fmha_v2_prefill(
                 (q, x.kv_cache), "Q_PAGED_KV_HND", ws, x.seq_lens, p.q_len, p.kv_len,
-                bmm1_scale=bmm1, bmm2_scale=bmm2, batch_size=p.batch_size, cum_seq_lens_q=x.qo_indptr, cum_seq_lens_kv=cum_kv,
+                bmm1_scale=bmm1, bmm2_scale=bmm2, batch_size=p.batch_size, cum_seq_lens_q=x.qo_indptr,
+                cum_seq_lens_kv=cum_kv,
                 block_tables=x.page_table, out=kout, out_dtype=kout.dtype, mask_mode=mask,
                 window_left=p.window_left)
         return compose(pre, kernel, post)

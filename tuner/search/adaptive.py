@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Callable
+from collections.abc import Callable
 
 from dispatcher.policy import max_relerr
 from dispatcher.problem import AttentionProblem

@@ -6,15 +6,13 @@ back-to-back XQA calls measured 303.5 us each against 238-240 us with PDL off or
 them). The next op's own time is measured the same way and subtracted."""
 from __future__ import annotations
 
-import math
 import statistics
 from collections import Counter
 
 import torch
 
-from .harness import Prepared, TimingConfig, calls_per_graph, part, warm_up
+from .base import Prepared, TimingConfig, calls_per_graph, part, warm_up
 
-L2_BYTES = 60 * 2**20          # H100/H200 L2 (the rotation target below is a multiple of it)
 # a GPU-side wait queued before each timed replay (~50 us at H200 clocks): the start event and the
 # replay are then both queued before the GPU reaches them, so no host launch gap is timed
 LEAD_CYCLES = 100_000
@@ -96,8 +94,8 @@ class CudaTimer:
         emptying the device and pinned-host caches at every capture: that made each FlashInfer
         wrapper built afterwards pay cudaMalloc / cudaHostAlloc again (milliseconds per pipeline).
         The device cache is still emptied when it holds much unused memory (a large problem's
-        warm-up temporaries): a graph's pool cannot use the general cache's free blocks, and on the
-        H200 a shared pool without this ran large problems out of memory (call 6, 2026-12-03)."""
+        warm-up temporaries): a graph's pool cannot use the general cache's free blocks, and without
+        this large problems ran out of memory (benchmarks/results/h200-2026-12-03/)."""
         if torch.cuda.memory_reserved() - torch.cuda.memory_allocated() > TIDY_BYTES:
             torch.cuda.empty_cache()
         g = torch.cuda.CUDAGraph()
@@ -117,7 +115,8 @@ class CudaTimer:
         torch.cuda.current_stream().wait_stream(side)
         # the first replay is the warm-up; timed as a round is (the GPU kept busy while the host
         # launches it), it also tells a candidate far out of the race (harness.out_of_the_race)
-        first_us = elapsed_us(g.replay, torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True), True)
+        events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+        first_us = elapsed_us(g.replay, *events, True)
         self._keep.append(g)                    # graphs live until release()
         return g.replay, first_us
 
@@ -140,12 +139,3 @@ def elapsed_us(run, start, end, lead: bool) -> float:
     end.record()
     end.synchronize()
     return start.elapsed_time(end) * 1000.0
-
-
-def rotation_copies(kv_bytes: int) -> int:
-    """How many copies of the KV cache to rotate through so that a call cannot hit in L2 what the
-    previous call left there (every layer of a real model reads its own cache): enough copies to
-    span two L2s (at most 8), for problems whose cache is smaller than that. Larger caches stream anyway."""
-    if kv_bytes >= 2 * L2_BYTES:
-        return 1
-    return min(8, math.ceil(2 * L2_BYTES / max(kv_bytes, 1)))

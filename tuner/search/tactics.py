@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Callable
 
 from dispatcher.pipeline import Pipeline
 

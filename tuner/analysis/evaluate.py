@@ -8,11 +8,12 @@ import random
 from collections import defaultdict
 
 from dispatcher import store
-from dispatcher.dispatch import Dispatcher, default_timing_mode, resolve_device
+from dispatcher.device import DeviceInfo
+from dispatcher.dispatch import Dispatcher, default_timing_mode, device_of, read_table
 from dispatcher.pipeline import candidates
 from dispatcher.policy import max_relerr
-from dispatcher.registry import eligible, load_registry
-from dispatcher.rules import RULES, resolve
+from dispatcher.registry import load_registry
+from dispatcher.rules import RULES, rule_pick
 from dispatcher.table import Table, Timing, noise_us
 
 
@@ -39,7 +40,8 @@ def overall(configs: dict) -> dict:
         n = sum(v["n"] for v in vs)
         out[m] = {"n": n, "configs": len(vs),
                   "configs_within_target": sum(v["regret_geomean"] <= TARGET_GM for v in vs), "target": TARGET_GM,
-                  "regret_geomean": math.exp(sum(v["n"] * math.log(v["regret_geomean"]) for v in vs) / n) if n else float("nan"),
+                  "regret_geomean": (math.exp(sum(v["n"] * math.log(v["regret_geomean"]) for v in vs) / n)
+                                     if n else float("nan")),
                   "regret_max": max((v["regret_max"] for v in vs), default=float("nan"))}
     return out
 
@@ -48,18 +50,12 @@ def config_of(b) -> str:
     return f"{b.phase} {b.num_qo_heads}/{b.num_kv_heads} pg{b.page_size} kv={b.kv_dtype} out={b.out_dtype}"
 
 
-def load_table(db, device):
-    conn = store.open_readonly(db)
-    if conn is None:
+def load_table(db, device: str | None) -> tuple[Table, DeviceInfo]:
+    """The measured table of `device` (default: the device of the newest environment), and the device."""
+    if not store.default_path(db).exists():
         raise ValueError(f"{store.default_path(db)} does not exist; run tuner sweep first")
-    try:
-        envs = store.environments(conn)
-        dev = resolve_device(device or (envs[-1]["device_name"] if envs else None), envs)
-        mode = default_timing_mode(dev)
-        ids = [e["id"] for e in envs if e["device_name"] == dev.name and e["timing_mode"] == mode]
-        return Table.from_rows(store.ok_measurements(conn, ids)), dev
-    finally:
-        conn.close()
+    dev = device_of(db, device or store.last_device_name(db))
+    return read_table(db, dev, default_timing_mode(dev)), dev
 
 
 def evaluate(db=None, device: str | None = None, holdout: float = 0.2, seed: int = 0,
@@ -80,7 +76,7 @@ def evaluate_adaptive(db=None, device: str | None = None, fraction: float = 1 / 
     """Adaptive sampling replayed on a measured grid: the search picks which buckets to "measure"
     (their stored timings are revealed to it), the model fits on those, and it is scored on every
     bucket it did not pick. A uniform random sample of the same size is scored beside it."""
-    from .adaptive import adaptive_sweep
+    from ..search.adaptive import adaptive_sweep
     full, dev = load_table(db, device)
     buckets = _buckets(full, dev, db)
     train = Table()
@@ -140,8 +136,7 @@ def score(train: Table, full: Table, held: set, dev, methods) -> dict:
             continue
         oracle = min(measured.values(), key=lambda t: t.median_us)
         cands = candidates(registry, b, dev)
-        passed = {k: r for k, s in registry.items() if (r := eligible(s, b, dev))}
-        rule_t = {r: measured.get(getattr(resolve(r, b, dev, cands, passed)[0], "id", None)) for r in RULES}
+        rule_t = {r: measured.get(getattr(rule_pick(r, b, dev, registry, cands)[0], "id", None)) for r in RULES}
         g = rows[config_of(b)]
         for m, d in choosers.items():
             chosen = measured.get(d.choose(b).pipeline)
@@ -162,8 +157,9 @@ WORST = 3     # held-out shapes listed per configuration: where the model misses
 
 
 def _miss(b, chosen: Timing, best: Timing) -> dict:
-    return {"shape": f"batch={b.batch_size} q_len={b.q_len} kv_len={b.kv_len}", "regret": chosen.median_us / best.median_us,
-            "chose": chosen.pipeline.id, "chose_us": chosen.median_us, "best": best.pipeline.id, "best_us": best.median_us}
+    return {"shape": f"batch={b.batch_size} q_len={b.q_len} kv_len={b.kv_len}",
+            "regret": chosen.median_us / best.median_us, "chose": chosen.pipeline.id, "chose_us": chosen.median_us,
+            "best": best.pipeline.id, "best_us": best.median_us}
 
 
 def summarize(g, methods) -> dict:
@@ -190,9 +186,8 @@ def oracle_vs_rules(full: Table, dev, registry) -> dict:
             continue
         best = min(t.median_us for t in measured.values())
         cands = candidates(registry, b, dev)
-        passed = {k: r for k, s in registry.items() if (r := eligible(s, b, dev))}
         for r in RULES:
-            pick = resolve(r, b, dev, cands, passed)[0]
+            pick = rule_pick(r, b, dev, registry, cands)[0]
             t: Timing | None = measured.get(pick.id) if pick else None
             if t is not None:
                 acc[config_of(b)][r].append(t.median_us / best)

@@ -25,17 +25,17 @@ import shutil
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Callable
 
 from dispatcher.device import DeviceInfo
 from dispatcher.pipeline import Pipeline
 from dispatcher.problem import AttentionProblem
 
-from .inputs import make_inputs
-from .runners import runnable
+from ..inputs import make_inputs
+from . import runnable
 
 JIT_KERNELS = {"trtllm-xqa", "trtllm-fmha-v2", "fa2", "fa2-tc", "fa3", "cudnn", "trtllm-gen"}
 
@@ -188,7 +188,7 @@ def out_of_date(build_dirs) -> list[Path]:
     log, dependency records and file times a module load would, and changes nothing. A header
     rewritten with a fresh mtime (pip reinstalling tvm-ffi does) leaves every object that includes
     it stale: each module would then be compiled again at its first load, one at a time, inside
-    the sweep's measuring (2026-12-04b on the H200: ~250 s of a 413-s adaptive sweep)."""
+    the sweep's measuring (minutes of it: benchmarks/results/h200-2026-12-04b/)."""
     stale = []
     for d in map(Path, build_dirs):
         if not (d / "build.ninja").exists():
@@ -303,7 +303,8 @@ def prebuild(plan, device: DeviceInfo, say: Callable[[str], None] = print, max_p
             + (" ..." if len(names) > 6 else ""))
         t = time.time()
         try:
-            with build_progress(_jit_root(), [specs[k] for k in names], lambda m: say(f"JIT pass {n + 1}: {m}")):
+            progress = lambda m, n=n: say(f"JIT pass {n + 1}: {m}")
+            with build_progress(_jit_root(), [specs[k] for k in names], progress):
                 build_jit_specs([specs[k] for k in names], verbose=False)
             share_ninja_log(_jit_root(), [specs[k].build_dir for k in names])
         except Exception as e:  # noqa: BLE001 (a module that cannot build fails its pipelines later)

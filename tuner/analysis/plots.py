@@ -9,14 +9,12 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
-from dispatcher.pipeline import candidates
 from dispatcher.policy import max_relerr
-from dispatcher.registry import eligible, load_registry
-from dispatcher.rules import DEFAULT_RULE, resolve
+from dispatcher.registry import load_registry
+from dispatcher.rules import DEFAULT_RULE, rule_pick
 
 from .evaluate import config_of, load_table
 from .report import short
-
 
 TITLES = {"winner": "fastest accurate pipeline (·f: fused FP8 out)",
           "speedup": f"best pipeline vs the {DEFAULT_RULE} rule's pick",
@@ -38,13 +36,13 @@ def collect(table, dev, rule: str = DEFAULT_RULE) -> dict[str, dict]:
         if not ok:
             continue
         best = min(ok.values(), key=lambda t: (t.median_us, t.pipeline.id))
-        passed = {k: r for k, s in registry.items() if (r := eligible(s, b, dev))}
-        pick = resolve(rule, b, dev, candidates(registry, b, dev), passed)[0]
+        pick = rule_pick(rule, b, dev, registry)[0]
         rule_t = ok.get(pick.id) if pick else None
         fused = [t.median_us for t in ok.values() if t.pipeline.fused_out_quant]
         unfused = [t.median_us for t in ok.values() if b.out_dtype == "fp8" and not t.pipeline.fused_out_quant]
         gain = min(unfused) / min(fused) if fused and unfused else None
-        out[config_of(b)][_axes(b)] = (short(best.pipeline.id), rule_t.median_us / best.median_us if rule_t else None, gain)
+        speedup = rule_t.median_us / best.median_us if rule_t else None
+        out[config_of(b)][_axes(b)] = (short(best.pipeline.id), speedup, gain)
     return out
 
 
@@ -76,7 +74,8 @@ def heatmap(cells: dict, what: str, title: str, path: Path) -> None:
     else:
         k = 1 if what == "speedup" else 2
         m = [[cells[(r, c)][k] if (r, c) in cells and cells[(r, c)][k] else math.nan for c in cols] for r in rows]
-        im = ax.imshow(m, cmap="viridis", vmin=1.0, vmax=max(1.05, max((v for row in m for v in row if v == v), default=1.05)),
+        top = max(1.05, max((v for row in m for v in row if v == v), default=1.05))
+        im = ax.imshow(m, cmap="viridis", vmin=1.0, vmax=top,
                        aspect="auto")
         fig.colorbar(im, ax=ax, fraction=0.04, pad=0.02, label="x faster")
         labels = {(i, j): f"{m[i][j]:.2f}" for i in range(len(rows)) for j in range(len(cols)) if m[i][j] == m[i][j]}

@@ -1,23 +1,22 @@
-"""Timing: all candidates of one problem in interleaved rounds with rotating order; median, spread.
+"""What every timer shares: the Timer protocol, the settings, and the interleaved race in which all
+candidates of one problem are timed round by round (median and spread per candidate).
 
-Modes (part of the environment key):
-- "graph": CUDA-graph replay, GPU time only, as a graph-captured serving engine pays it;
-- "eager": CUDA events around eager calls, host launch overhead included;
-- "wall":  perf_counter around calls on the CPU.
-On CUDA each timed repeat is followed by a small "next op" kernel standing for the layer's next
-kernel (back-to-back launches of one PDL kernel overlap unrealistically); its own time is measured
-the same way and subtracted."""
+Modes (part of the environment key): "graph" (CUDA-graph replay, GPU time only, as a graph-captured
+serving engine pays it) and "eager" (CUDA events around eager calls, host launch overhead included),
+both in tuner/timing/cuda.py; "wall" (perf_counter around calls on the CPU), tuner/timing/wall.py."""
 from __future__ import annotations
 
 import math
 import statistics
 import time
 from collections import Counter
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable
+from typing import Literal, Protocol
 
-MODES = ("graph", "eager", "wall")
+TimingMode = Literal["graph", "eager", "wall"]
+MODES: tuple[TimingMode, ...] = ("graph", "eager", "wall")
 
 
 @dataclass(frozen=True)
@@ -33,21 +32,17 @@ class Stats:
 class TimingConfig:
     rounds: int = 7
     warmup: int = 1            # passes over the rotated copies before timing (eager, wall); graph mode
-                               # warms through the capture's first replay instead (tuner/cuda_timing.py)
+                               # warms through the capture's first replay instead (tuner/timing/cuda.py)
     round_s: float = 0.004     # each candidate's calls in one round last at least this long
     max_calls: int = 200       # calls per candidate per round, at most
     graph_calls: int = 10      # calls captured per CUDA graph, at most (unless there are more copies)
     replay_us: float = 1000.0  # ... fewer for long calls: enough that one replay lasts about this long
-    # After this many rounds a candidate far behind stops being timed: on the H200 (2026-12-03 call 6)
-    # 58% of the timed candidates were over 1.5x the problem's best, and their rounds took 72% of the
-    # GPU time in timed replays. One round already tells them apart: replay noise is a few percent.
+    # Replay noise is a few percent, so one round tells a far-behind candidate apart: it is not timed
+    # after keep_rounds (most of the GPU time went to such losers: benchmarks/results/h200-2026-12-03/).
     keep_rounds: int = 1
     far_behind: float = 1.5    # ... when its fastest round is this much slower than the best median
-    # A candidate this much slower than the best in its warm-up replay (the capture's first replay;
-    # the length-estimate call on the CPU) is not timed in rounds at all: on the H200 (2026-12-04b)
-    # candidates over 3x behind took 28 of the 55 s of GPU time in timed replays, all of it in one
-    # round that only confirmed they lose. Only replays of at least replay_us count, where a launch
-    # gap of tens of microseconds in a first replay cannot make up the factor.
+    # Nor in any round when its warm-up replay (of at least replay_us, so a launch gap cannot make up
+    # the factor) is this much slower than the best (benchmarks/results/h200-2026-12-04b/).
     first_far_behind: float = 3.0
 
 
@@ -67,6 +62,19 @@ class Prepared:
 
     def __call__(self) -> tuple[float, int]:
         return self.run()
+
+
+class Timer(Protocol):
+    """Prepares one candidate's callables for timing (warm-up, and a CUDA graph in graph mode) and
+    accounts the seconds of that preparation by part in `parts` ("prepare.<part>")."""
+
+    mode: TimingMode
+    cfg: TimingConfig
+    parts: Counter[str]
+
+    def prepare(self, fns: list[Callable[[], object]], first_warm: bool = False) -> Prepared: ...
+
+    def release(self) -> None: ...
 
 
 def out_of_the_race(prepared: dict[str, Prepared], cfg: TimingConfig, pace: set[str]) -> set[str]:
@@ -107,37 +115,6 @@ def part(parts: Counter, name: str):
         parts[f"prepare.{name}"] += time.perf_counter() - t
 
 
-class WallTimer:
-    """CPU timing with perf_counter; calls per round calibrated so a round is long enough to time."""
-
-    mode = "wall"
-
-    def __init__(self, cfg: TimingConfig = TimingConfig()):
-        self.cfg = cfg
-        self.parts: Counter = Counter()     # seconds per part of prepare (see part())
-
-    def prepare(self, fns: list[Callable], first_warm: bool = False) -> Prepared:
-        """`fns` run the same pipeline on rotated input copies; calls cycle through them.
-        `first_warm`: fns[0] has run already (the accuracy check), so its first warm-up call is skipped."""
-        with part(self.parts, "warmup"):
-            warm_up(fns, self.cfg.warmup, first_warm)
-        with part(self.parts, "estimate"):
-            t0 = time.perf_counter()
-            fns[0]()
-            one = max(time.perf_counter() - t0, 1e-7)
-        calls = max(1, min(self.cfg.max_calls, int(self.cfg.round_s / one)))
-
-        def timed() -> tuple[float, int]:
-            t = time.perf_counter()
-            for i in range(calls):
-                fns[i % len(fns)]()
-            return (time.perf_counter() - t) / calls * 1e6, calls
-        return Prepared(timed, (one * 1e6, 1, one * 1e6))    # the estimate call is its first timing
-
-    def release(self) -> None:
-        pass
-
-
 def time_interleaved(fns: dict[str, list[Callable]], timer, cfg: TimingConfig | None = None,
                      note: Callable[[str, str], None] | None = None, clock=None,
                      first_warm: bool = False, can_win: set[str] | None = None) -> dict[str, Stats]:
@@ -167,9 +144,8 @@ def time_interleaved(fns: dict[str, list[Callable]], timer, cfg: TimingConfig | 
         us, calls[k], _ = prepared[k].first
         samples[k].append(us)
     active = [k for k in names if k not in out]
-    # the warm-up replay is a second witness before a candidate is dropped after its first round:
-    # one round alone once locked in 1.7x for a kernel tied for best (XQA, 6 us, 2026-12-04c:
-    # 5-13 such rows per grid sweep, each a wrong "measured" time the dispatcher trusts)
+    # the warm-up replay is a second witness before a candidate is dropped after its first round: one
+    # slow round alone can lock in a wrong time for a kernel tied for best (benchmarks/results/h200-2026-12-04c/)
     witness = {k: [prepared[k].first[0]] if prepared[k].first else [] for k in names}
     for r in range(cfg.rounds):
         if r == cfg.keep_rounds and len(active) > 1:
@@ -185,15 +161,6 @@ def time_interleaved(fns: dict[str, list[Callable]], timer, cfg: TimingConfig | 
     if clock is not None:
         clock["prepare"] += t1 - t0
         clock["timing"] += time.perf_counter() - t1
-        clock.update(getattr(timer, "parts", {}))
-    getattr(timer, "parts", Counter()).clear()     # handed over: the next problem's parts start from zero
+        clock.update(timer.parts)
+    timer.parts.clear()                            # handed over: the next problem's parts start from zero
     return {k: summarize(samples[k], calls[k]) for k in names}
-
-
-def make_timer(mode: str, cfg: TimingConfig = TimingConfig()):
-    if mode not in MODES:
-        raise ValueError(f"timing mode {mode!r} is not one of {', '.join(MODES)}")
-    if mode == "wall":
-        return WallTimer(cfg)
-    from .cuda_timing import CudaTimer
-    return CudaTimer(mode, cfg)

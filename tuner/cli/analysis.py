@@ -1,0 +1,113 @@
+"""tuner evaluate and tuner report: how good the decisions are, and where each pipeline wins."""
+from __future__ import annotations
+
+import json
+from typing import Annotated, Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table as RichTable
+
+from .app import Db, Dev, app, friendly, out, require_db
+
+
+@app.command()
+@friendly
+def evaluate(db: Db = None, device: Dev = None,
+             holdout: Annotated[float, typer.Option(help="fraction of measured buckets held out")] = 0.2,
+             seed: Annotated[int, typer.Option()] = 0,
+             as_json: Annotated[bool, typer.Option("--json")] = False,
+             train: Annotated[Optional[str], typer.Option(help="fit on this database (e.g. an adaptive sweep's) and "
+                                                               "score on every bucket of --db it lacks")] = None,
+             adaptive: Annotated[Optional[float], typer.Option(help="replay an adaptive search measuring this "
+                                                                    "fraction of --db's buckets; score on the rest, "
+                                                                    "beside a random sample of the same size")] = None):
+    """Regret on held-out measured shapes (chosen / best time) and speedup over the built-in rules.
+
+    Example: tuner evaluate --device "NVIDIA H200" --holdout 0.2 --seed 0
+    """
+    from ..analysis.evaluate import evaluate as run_eval
+    if not 0 < holdout < 1:
+        raise ValueError(f"--holdout {holdout} is out of range; use a fraction between 0 and 1, e.g. 0.2")
+    require_db(db)
+    if train is not None or adaptive is not None:
+        from ..analysis.evaluate import evaluate_adaptive, evaluate_trained
+        res = (evaluate_trained(db, train, device) if train is not None
+               else evaluate_adaptive(db, device, adaptive, seed))
+        for name in ("configs", "adaptive", "random"):
+            if name in res:
+                res[name] = {c: v["learned"] for c, v in res[name].items()}
+        for name in ("overall", "adaptive_overall", "random_overall"):
+            if name in res:
+                res[name] = res[name]["learned"]
+        print(json.dumps(res, indent=1))
+        return
+    res = run_eval(db, device, holdout, seed)
+    if as_json:
+        print(json.dumps(res, indent=1))
+        return
+    t = RichTable(title=f"{res['device']}: {res['held_out']} of {res['buckets']} measured buckets held out (seed "
+                        f"{seed})")
+    for c in ("configuration", "method", "n", "regret gm", "p95", "max", "vs vllm-2026", "vs vllm-2025",
+              "slower than a rule"):
+        t.add_column(c)
+    for cfg, ms in res["configs"].items():
+        for m, v in ms.items():
+            t.add_row(cfg, m, str(v["n"]), f"{v['regret_geomean']:.3f}", f"{v['regret_p95']:.3f}",
+                      f"{v['regret_max']:.3f}",
+                      f"{v['speedup_vs_vllm-2026']:.3f}x", f"{v['speedup_vs_vllm-2025']:.3f}x",
+                      f"{v['slower_than_vllm-2026'] + v['slower_than_vllm-2025']}")
+    out.print(t)
+    for m, v in res["overall"].items():
+        out.print(f"all held-out shapes, {m}: regret gm {v['regret_geomean']:.4f} over {v['n']}, max "
+                  f"{v['regret_max']:.3f}; "
+                  f"{v['configs_within_target']} of {v['configs']} configurations within {v['target']}", soft_wrap=True)
+    _print_worst(res["configs"])
+    o = RichTable(title="best measured pipeline vs each rule's pick, all measured buckets (time ratio)")
+    for c in ("configuration", "vllm-2026 gm", "max", "vllm-2025 gm", "max"):
+        o.add_column(c)
+    for cfg, r in res["oracle_vs_rules"].items():
+        a, b = r.get("vllm-2026", {}), r.get("vllm-2025", {})
+        o.add_row(cfg, f"{a.get('geomean', float('nan')):.3f}x", f"{a.get('max', float('nan')):.2f}x",
+                  f"{b.get('geomean', float('nan')):.3f}x", f"{b.get('max', float('nan')):.2f}x")
+    out.print(o)
+
+
+def _print_worst(configs: dict, most: int = 10) -> None:
+    """The held-out shapes where the learned choice lost most: where to measure more densely."""
+    worst = sorted(((cfg, x) for cfg, ms in configs.items() for x in ms.get("learned", {}).get("worst", [])),
+                   key=lambda cx: -cx[1]["regret"])[:most]
+    if not worst:
+        return
+    w = RichTable(title=f"worst held-out choices of the learned model (top {len(worst)})")
+    for c in ("configuration", "shape", "regret", "chose", "best"):
+        w.add_column(c)
+    for cfg, x in worst:
+        w.add_row(cfg, x["shape"], f"{x['regret']:.3f}", escape(f"{x['chose']} {x['chose_us']:.1f} us"),
+                  escape(f"{x['best']} {x['best_us']:.1f} us"))     # pipeline ids hold [tactic=...]: not markup
+    out.print(w)
+
+
+@app.command()
+@friendly
+def report(db: Db = None, device: Dev = None,
+           out_dir: Annotated[Optional[str], typer.Option("--out", help="write PNG heatmaps and index.html here "
+                                                                        "(needs the report extra: "
+                                                                        "matplotlib)")] = None):
+    """Which pipeline wins where: a batch x kv_len map per phase and dtype configuration.
+
+    Without --out: Markdown winner maps on stdout. Example: tuner report --device "NVIDIA H200" --out report/
+    """
+    require_db(db)
+    if out_dir is None:
+        from ..analysis.report import winner_maps
+        print(winner_maps(db, device))
+        return
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise ValueError("tuner report --out needs matplotlib: pip install -e '.[report]'") from None
+    from ..analysis.plots import write_report
+    print(write_report(db, device, out_dir))
+
+

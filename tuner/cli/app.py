@@ -1,0 +1,104 @@
+"""The `tuner` application: the typer app, what every command shares, and main()."""
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from functools import wraps
+from typing import Annotated, Any, Optional, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from dispatcher import Dispatcher, ProblemError, StoreError, load
+from dispatcher.dispatch import rule_only
+from dispatcher.registry import RegistryError
+from dispatcher.store import default_path
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Switchyard: measure attention kernels on this host and choose the fastest per problem.")
+out = Console()
+err = Console(stderr=True)
+
+Db = Annotated[Optional[str], typer.Option("--db", help="SQLite store (default: $SWITCHYARD_DB or ./heuristics.db)")]
+DecideDb = Annotated[Optional[str], typer.Option("--db", help="SQLite store (default: $SWITCHYARD_DB or "
+                                                              "./heuristics.db); "
+                                                             "none: decide by the built-in rule alone")]
+Dev = Annotated[Optional[str], typer.Option("--device", help="auto | cpu | cuda[:N] | a device name in the database")]
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def friendly(fn: F) -> F:
+    """Library errors become one readable line and exit code 2, never a traceback."""
+    @wraps(fn)
+    def run(*a, **k):
+        try:
+            return fn(*a, **k)
+        except (ProblemError, StoreError, RegistryError, ValueError, LookupError, OSError) as e:
+            err.print(f"[red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
+            raise typer.Exit(2) from None
+    return run  # type: ignore[return-value]
+
+
+def require_db(db: str | None) -> None:
+    """A read command on a database that does not exist is a mistake (a mistyped --db), not an empty answer."""
+    path = default_path(db)
+    if not path.exists():
+        raise ValueError(f"{path}: no such database; run `tuner sweep` to make one, or point --db "
+                         "(or $SWITCHYARD_DB) at a heuristics.db")
+
+
+def dispatcher_for(db: str | None, device: str | None) -> Dispatcher:
+    """The dispatcher `tuner decide` asks: from the database, or from the rule alone with --db none."""
+    if db is not None and db.strip().lower() == "none":
+        return rule_only(device)
+    try:
+        require_db(db)
+    except ValueError as e:
+        raise ValueError(f"{e}; or pass --db none to decide by the built-in rule alone") from None
+    return load(db, device)
+
+
+def csv(text: str | None, cast: Callable[[str], Any] = str, name: str = "") -> tuple[Any, ...] | None:
+    if text is None:
+        return None
+    try:
+        return tuple(cast(v.strip()) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not a comma-separated list of "
+                                 f"{cast.__name__}", param_hint=name) from None
+
+
+def _ray_flag(argv: list[str]) -> list[str]:
+    """`--ray` with no address means a local Ray instance (click options need a value)."""
+    out = list(argv)
+    for i, a in enumerate(out):
+        if a == "--ray" and (i + 1 == len(out) or out[i + 1].startswith("-")):
+            out.insert(i + 1, "local")
+            break
+    return out
+
+
+def main() -> None:
+    """Run the CLI; a bad flag is one readable line and exit code 2 (click's usage box is not)."""
+    from typer import Abort
+    try:        # this typer vendors click; older ones use click itself
+        from typer._click.exceptions import UsageError
+    except ImportError:
+        from click.exceptions import UsageError
+    argv = _ray_flag(sys.argv[1:])
+    if not argv:                     # bare `tuner`: its help, and no error (click's would add an empty one)
+        app(args=["--help"], standalone_mode=False)
+        sys.exit(0)
+    try:
+        rc = app(args=argv, standalone_mode=False)
+    except UsageError as e:
+        cmd = e.ctx.command_path if e.ctx else "tuner"
+        err.print(f"[red]error:[/] {escape(e.format_message())} (see: {cmd} --help)", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except Abort:
+        err.print("aborted")
+        sys.exit(130)
+    sys.exit(rc if isinstance(rc, int) else 0)

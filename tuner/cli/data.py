@@ -1,0 +1,43 @@
+"""tuner export and tuner import: measurements between hosts, decisions as per-device JSON."""
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from .app import Db, Dev, app, friendly, out, require_db
+
+
+@app.command("export")
+@friendly
+def export_(out_path: Annotated[str, typer.Option("--out", help="file (jsonl) or directory (vllm-json)")],
+            format: Annotated[str, typer.Option("--format", help="jsonl | vllm-json")] = "jsonl",
+            db: Db = None, device: Dev = None):
+    """Export measurements (jsonl, to merge on another host) or per-device decisions (vllm-json)."""
+    require_db(db)
+    from pathlib import Path
+
+    from ..transfer import export_jsonl, export_vllm_json
+    if format == "jsonl":
+        out.print(f"{export_jsonl(db, Path(out_path), device)} measurements written to {out_path}")
+    elif format == "vllm-json":
+        for p in export_vllm_json(db, Path(out_path), device):
+            out.print(f"wrote {p}")
+    else:
+        raise ValueError(f"--format {format!r} is not supported; use jsonl or vllm-json")
+
+
+@app.command("import")
+@friendly
+def import_(path: Annotated[str, typer.Argument(help="a .jsonl file written by tuner export")],
+            format: Annotated[str, typer.Option("--format", help="jsonl")] = "jsonl", db: Db = None):
+    """Merge measurements from another host into this database (by environment)."""
+    from pathlib import Path
+
+    from ..transfer import import_jsonl
+    if format != "jsonl":
+        raise ValueError(f"--format {format!r} is not supported for import; use jsonl")
+    r = import_jsonl(db, Path(path))
+    out.print(f"merged {r['problems']} problems in {r['environments']} environment(s) into {db or 'heuristics.db'}")
+
+

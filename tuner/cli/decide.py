@@ -1,0 +1,93 @@
+"""tuner decide and tuner show: decisions and what a database holds."""
+from __future__ import annotations
+
+import json
+from typing import Annotated, Optional
+
+import typer
+from rich.markup import escape
+
+from dispatcher import AttentionProblem
+from dispatcher.problem import DEFAULTS
+
+from .. import library
+from ..problem_files import iter_problems
+from .app import Db, DecideDb, Dev, app, dispatcher_for, friendly, out, require_db
+
+
+@app.command()
+@friendly
+def decide(
+    phase: Annotated[Optional[str], typer.Option(help="decode | prefill")] = None,
+    num_qo_heads: Annotated[Optional[int], typer.Option()] = None,
+    num_kv_heads: Annotated[Optional[int], typer.Option()] = None,
+    head_dim: Annotated[int, typer.Option()] = DEFAULTS["head_dim"],
+    page_size: Annotated[int, typer.Option()] = DEFAULTS["page_size"],
+    batch_size: Annotated[Optional[int], typer.Option()] = None,
+    kv_len: Annotated[Optional[int], typer.Option()] = None,
+    q_len: Annotated[int, typer.Option()] = DEFAULTS["q_len"],
+    q_dtype: Annotated[str, typer.Option()] = DEFAULTS["q_dtype"],
+    kv_dtype: Annotated[str, typer.Option()] = DEFAULTS["kv_dtype"],
+    out_dtype: Annotated[str, typer.Option()] = DEFAULTS["out_dtype"],
+    causal: Annotated[bool, typer.Option()] = DEFAULTS["causal"],
+    window_left: Annotated[int, typer.Option()] = DEFAULTS["window_left"],
+    has_sinks: Annotated[bool, typer.Option()] = DEFAULTS["has_sinks"],
+    input: Annotated[Optional[str], typer.Option("--input", help="JSON lines of problems ('-': stdin); one decision "
+                                                                 "per line out")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the decision as JSON")] = False,
+    device: Dev = None,
+    db: DecideDb = None,
+):
+    """Which pipeline to run for one problem (or each line of --input).
+
+    Example: tuner decide --device "NVIDIA H200" --phase decode --num-qo-heads 40 --num-kv-heads 8
+    --batch-size 12 --kv-len 1900 --kv-dtype fp8 --out-dtype fp8
+    """
+    if input is not None:
+        d = None                      # loaded at the first problem: a bad line is reported as such
+        for prob in iter_problems(input):
+            d = d or dispatcher_for(db, device)
+            print(json.dumps(d.choose(prob).to_dict()), flush=True)
+        if d is None:
+            dispatcher_for(db, device)
+        return
+    missing = [f for f, v in (("--phase", phase), ("--num-qo-heads", num_qo_heads), ("--num-kv-heads", num_kv_heads),
+                               ("--batch-size", batch_size), ("--kv-len", kv_len)) if v is None]
+    if missing:
+        raise ValueError(f"{', '.join(missing)} required (or --input FILE)")
+    prob = AttentionProblem(phase=phase, num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
+                            page_size=page_size, batch_size=batch_size, kv_len=kv_len, q_len=q_len, q_dtype=q_dtype,
+                            kv_dtype=kv_dtype, out_dtype=out_dtype, causal=causal, window_left=window_left,
+                            has_sinks=has_sinks)
+    dec = dispatcher_for(db, device).choose(prob)
+    if as_json:
+        print(json.dumps(dec.to_dict()))
+        return
+    us = f"{dec.expected_us:.1f} us" if dec.expected_us is not None else "no estimate"
+    out.print(f"[bold]{escape(dec.pipeline)}[/] on {escape(dec.device)} ({dec.source}, {us})", highlight=False)
+    out.print(f"  quantize query to {dec.q_dtype}: {dec.q_quant}   fused FP8 output: {dec.fused_out_quant}   "
+              f"separate out-quant: {dec.out_quant}", highlight=False)
+    out.print(f"  why: {escape(dec.reason)}", highlight=False, soft_wrap=True)
+
+
+@app.command()
+@friendly
+def show(db: Db = None, as_json: Annotated[bool, typer.Option("--json")] = False):
+    """Environments, counts of measurements and winners, and coverage of a database."""
+    require_db(db)
+    info = library.overview(db)
+    if as_json:
+        print(json.dumps(info, default=str))
+        return
+    out.print(f"{info['db']}: {info['measurements']} measurements, {info['winners']} winners")
+    for e in info["environments"]:
+        out.print(f"[bold]#{e['id']} {e['device_name']}[/] ({e['timing_mode']}, torch {e['torch']}, "
+                  f"flashinfer {e['flashinfer'] or '-'}): {e['measurements']} ; {e['winners']} "
+                  "winners", highlight=False)
+        for c in e["coverage"]:
+            out.print(f"   {c['phase']:7s} {c['num_qo_heads']}/{c['num_kv_heads']} page {c['page_size']} "
+                      f"{c['kv_dtype']}/{c['out_dtype']}: {c['buckets']} buckets, batch "
+                      f"{c['min_batch']}-{c['max_batch']}, "
+                      f"kv {c['min_kv']}-{c['max_kv']}", highlight=False)
+
+

@@ -1,0 +1,72 @@
+"""tuner serve: the daemon (api/), with its bounds and start-up checks."""
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from dispatcher.store import default_path
+
+from .app import Db, Dev, app, err, friendly, require_db
+
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
+
+
+@app.command()
+@friendly
+def serve(host: Annotated[str, typer.Option(help="bind address (loopback by default)")] = "127.0.0.1",
+          port: Annotated[int, typer.Option(min=0, max=65535)] = 8177, db: Db = None, device: Dev = None,
+          token_file: Annotated[Optional[str], typer.Option(help="file holding the bearer token for write endpoints "
+                                                                "(or set SWITCHYARD_TOKEN)")] = None,
+          tune_misses: Annotated[bool, typer.Option(help="measure the most frequent misses when no sweep runs "
+                                                         "(needs writes enabled: a token)")] = False,
+          tune_misses_without_token: Annotated[bool, typer.Option(
+              help="tune misses even without a token: unauthenticated readers then choose what this host measures, "
+                   "within the bounds POST /v1/sweeps has")] = False,
+          refresh_s: Annotated[float, typer.Option(min=0.05, help="how often to check the database for new "
+                                                                  "winners")] = 2.0,
+          idle_s: Annotated[float, typer.Option(min=0.05, help="idle time before tuning misses")] = 5.0,
+          log_level: Annotated[str, typer.Option(help="critical | error | warning | info | debug | trace")] = "info",
+          request_timeout_s: Annotated[float, typer.Option(min=0.1, help="a connection must send a whole request "
+                                                                         "within this long, or it is closed")] = 10.0,
+          max_connections: Annotated[int, typer.Option(min=1, help="open connections at most; more are closed at "
+                                                                   "once")] = 512):
+    """Run the daemon: decisions over REST (docs at /docs), background sweeps, metrics at /metrics.
+
+    Example: SWITCHYARD_TOKEN=secret tuner serve --tune-misses
+    """
+    import logging
+
+    import uvicorn
+
+    from api.auth import configured_token
+    from api.guard import uvicorn_settings
+    from api.main import create_app
+    from dispatcher.dispatch import device_of
+    from dispatcher.store import open_readonly
+
+    from ..store import Store
+    if log_level.lower() not in LOG_LEVELS:
+        raise ValueError(f"--log-level {log_level!r} is not one of {', '.join(LOG_LEVELS)}")
+    token = configured_token(token_file)
+    policy = "anyone" if tune_misses_without_token else "writers" if tune_misses else "off"
+    if not default_path(db).exists():
+        if not token:
+            require_db(db)                  # read-only daemon: nothing would ever fill a new database
+        Store(db).close()                   # a writable daemon sweeps into a new one
+        err.print(f"{default_path(db)}: a new, empty database (POST /v1/sweeps fills it)", highlight=False)
+    conn = open_readonly(db)                # garbage, another program's file, a directory: one line here
+    if conn is not None:
+        conn.close()
+    device_of(db, device)                   # a device neither here nor in the database: one line here
+    app = create_app(db=db, device=device, token_file=token_file, tune_misses=policy,
+                     refresh_s=refresh_s, idle_s=idle_s)
+    access = logging.getLogger("switchyard.access")
+    if not access.handlers:
+        access.addHandler(logging.StreamHandler(sys.stdout))
+    access.setLevel(logging.INFO if log_level.lower() in ("info", "debug", "trace") else logging.WARNING)
+    uvicorn.run(app, host=host, port=port, log_level=log_level.lower(),
+                **uvicorn_settings(request_timeout_s, max_connections))
+
+

@@ -1,0 +1,192 @@
+"""tuner sweep: on this host, on several GPUs (--devices) or over Ray (--ray)."""
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table as RichTable
+
+from .. import library
+from ..options import SweepOptions
+from ..problem_files import read_problems
+from .app import Db, Dev, app, csv, err, friendly, out
+
+
+@app.command()
+@friendly
+def sweep(
+    model: Annotated[str, typer.Option(help="model preset: llama4-scout, llama-3.1-8b, llama-3.3-70b, qwen3-32b, "
+                                            "gpt-oss-120b")] = "llama4-scout",
+    tp: Annotated[Optional[str], typer.Option(help="tensor-parallel sizes, e.g. 1,4 (default: the preset's on a GPU, "
+                                                   "1 on the CPU)")] = None,
+    phases: Annotated[str, typer.Option(help="decode,prefill")] = "decode,prefill",
+    kv_dtypes: Annotated[str, typer.Option(help="KV-cache dtypes: bf16,fp16,fp8")] = "bf16,fp8",
+    out_dtypes: Annotated[str, typer.Option(help="output dtypes: bf16,fp16,fp8")] = "bf16,fp8",
+    page_sizes: Annotated[Optional[str], typer.Option(help="tokens per KV page (default 16,32 on a GPU, 16 on the "
+                                                           "CPU)")] = None,
+    device: Dev = "auto",
+    db: Db = None,
+    quick: Annotated[bool, typer.Option("--quick", help="a small grid (the default on the CPU)")] = False,
+    full: Annotated[bool, typer.Option("--full", help="the full grid (the default on a GPU)")] = False,
+    timing: Annotated[Optional[str], typer.Option(help="graph | eager on CUDA (default graph); the CPU uses "
+                                                       "wall")] = None,
+    max_relerr: Annotated[Optional[float], typer.Option(help="accuracy budget for every pipeline (default: per "
+                                                             "dtype)")] = None,
+    retry_failed: Annotated[bool, typer.Option(help="measure again pipelines that failed before")] = False,
+    max_minutes: Annotated[Optional[float], typer.Option(help="start no new problem after this long; rerun to "
+                                                              "resume")] = None,
+    isolate: Annotated[bool, typer.Option(help="run pipelines in a worker process: a crash or hang fails one "
+                                               "pipeline, not the sweep")] = True,
+    candidate_timeout: Annotated[float, typer.Option(help="seconds without progress after which a pipeline counts as "
+                                                          "hung")] = 120.0,
+    problems: Annotated[Optional[str], typer.Option("--problems", help="JSON lines of problems to sweep instead of a "
+                                                                       "model's grid")] = None,
+    tactics: Annotated[str, typer.Option(help="grid: time every declared tactic; default: the kernels' own only; "
+                                              "optuna: search each kernel's tune space per problem")] = "grid",
+    trials: Annotated[int, typer.Option(help="with --tactics optuna: trials per problem and kernel pipeline")] = 16,
+    search: Annotated[str, typer.Option(help="grid: every grid point; adaptive: a coarse subset, then refine where "
+                                             "winners change or are within noise")] = "grid",
+    budget: Annotated[float, typer.Option(help="with --search adaptive: the fraction of the grid's points to measure "
+                                               "(shared between configurations, the small ones getting a larger "
+                                               "share)")] = 1 / 3,
+    devices: Annotated[Optional[str], typer.Option(help="sweep on several devices of this host: all, or a list such "
+                                                        "as 0,1 (cpu,cpu: CPU workers); one worker process per "
+                                                        "device")] = None,
+    ray: Annotated[Optional[str], typer.Option(help="send shards to Ray workers holding one GPU each: a cluster "
+                                                    "address, or 'local' (also: --ray alone) to start a local Ray "
+                                                    "instance")] = None,
+    shards: Annotated[Optional[int], typer.Option(help="with --ray: how many shards (default: two per worker)")] = None,
+):
+    """Measure every eligible pipeline per problem size on this host and store them (resumes).
+
+    Example: tuner sweep --model llama4-scout --device cuda
+    """
+    if quick and full:
+        raise typer.BadParameter("give --quick or --full, not both")
+    if search not in ("grid", "adaptive"):
+        raise typer.BadParameter(f"--search {search!r} is not grid or adaptive")
+    if not 0 < budget <= 1:
+        raise typer.BadParameter(f"--budget {budget} is out of range; use a fraction in (0, 1], e.g. 0.33")
+    if (devices or ray) and search != "grid":
+        raise typer.BadParameter("--devices and --ray sweep the grid; drop --search adaptive (or run it on one device)")
+    if devices and ray:
+        raise typer.BadParameter("give --devices (this host) or --ray (a cluster), not both")
+    req = library.SweepRequest(
+        model=model, tps=csv(tp, int, "--tp"), phases=csv(phases, name="--phases"),
+        kv_dtypes=csv(kv_dtypes, name="--kv-dtypes"), out_dtypes=csv(out_dtypes, name="--out-dtypes"),
+        page_sizes=csv(page_sizes, int, "--page-sizes"), grid="quick" if quick else "full" if full else None,
+        device=device or "auto", timing=timing)
+    import time
+    opts = SweepOptions(max_relerr=max_relerr, retry_failed=retry_failed, isolate=isolate,
+                        candidate_timeout_s=candidate_timeout, tactics=tactics, trials=trials,
+                        deadline=time.time() + 60 * max_minutes if max_minutes is not None else None)
+    from dispatcher.device import describe
+
+    from ..store import Store
+    if ray:
+        return _ray_sweep(req, problems, db, opts, ray, shards)
+    if devices:
+        return _devices_sweep(req, problems, db, opts, devices)
+    dev = describe(req.device)
+    explicit = read_problems(problems) if problems else None
+    # bad options fail before the bar
+    total = len(explicit) if explicit is not None else len(library.sweep_problems(req, dev))
+    if search == "adaptive":
+        total = library.adaptive_total(explicit or library.sweep_problems(req, dev), budget)
+    Store(db).close()                                                # so does a database we cannot use
+    with _bar() as bar:
+        task = bar.add_task("sweep", total=None, now="")
+
+        def tick(o):
+            if bar.tasks[task].total is None:
+                bar.update(task, total=tick.total)
+            bar.update(task, advance=1, now=_outcome_line(o))
+        tick.total = total
+        say = lambda m: bar.console.print(escape(m))  # noqa: E731
+        if explicit is not None:
+            from dispatcher.dispatch import default_timing_mode
+            report = library.run_problems(explicit, dev, db, timing or default_timing_mode(dev), opts, tick, say,
+                                          search, budget)
+        else:
+            report = library.start_sweep(req, db, opts, on_problem=tick, say=say, search=search, budget=budget)
+    _print_summary(report)
+
+
+def _devices_sweep(req, problems, db, opts, spec: str) -> None:
+    """tuner sweep --devices: a bar per device and one for the total."""
+    from dispatcher.dispatch import default_timing_mode
+
+    from ..fleet import parse_devices
+    from ..isolation import label
+    from ..store import Store
+    devs = parse_devices(spec)
+    probs = read_problems(problems) if problems else library.sweep_problems(req, devs[0])
+    mode = req.timing or default_timing_mode(devs[0])
+    Store(db).close()
+    with _bar() as bar:
+        total = bar.add_task("total", total=len(probs), now="")
+        per = {label(d): bar.add_task(label(d), total=None, now="") for d in devs}
+
+        def tick(o, name):
+            bar.update(total, advance=1)
+            bar.update(per[name], advance=1, now=_outcome_line(o))
+        report = library.run_on_devices(probs, devs, db, mode, opts, tick, lambda m: bar.console.print(escape(m)))
+        bar.update(total, completed=len(report.outcomes))
+    _print_summary(report)
+
+
+def _ray_sweep(req, problems, db, opts, address: str, shards: int | None) -> None:
+    """tuner sweep --ray: a bar over shards as Ray workers finish them."""
+    from ..ray_sweep import ray_sweep
+    from ..store import Store
+    Store(db).close()
+    probs = read_problems(problems) if problems else None
+    with _bar() as bar:
+        task = bar.add_task("shards", total=None, now="")
+
+        def tick(done, total, what):
+            bar.update(task, total=total, completed=done, now=escape(what))
+        report = ray_sweep(req, probs, db, opts, None if address == "local" else address, shards, tick,
+                           lambda m: bar.console.print(escape(m)))
+    _print_summary(report)
+
+
+def _outcome_line(o) -> str:
+    p = o.problem
+    shape = f"{p.phase} b={p.batch_size} q={p.q_len} kv={p.kv_len} {p.kv_dtype}/{p.out_dtype}"
+    return f"{shape} -> {escape(o.winner or '-')}"
+
+
+def _bar() -> Progress:
+    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    TextColumn("eta"), TimeRemainingColumn(), TextColumn("{task.fields[now]}"), console=err,
+                    transient=False)
+
+
+def _print_summary(report) -> None:
+    t = RichTable(title="winners (problems won)")
+    for c in ("phase", "heads", "page", "kv/out", "winners"):
+        t.add_column(c)
+    for g in library.winner_summary(report):
+        t.add_row(g["phase"], g["heads"], str(g["page_size"]), f"{g['kv_dtype']}/{g['out_dtype']}",
+                  escape(", ".join(f"{k} ({v})" for k, v in g["winners"].items())))
+    out.print(t)
+    resumed = sum(o.resumed for o in report.outcomes)
+    if report.stopped_early:
+        out.print("[yellow]stopped at --max-minutes; rerun the same command to resume[/]")
+    out.print(f"{len(report.outcomes)} problems, {report.measured} pipelines measured "
+              f"({report.count('ok')} ok, {report.count('inaccurate')} inaccurate, {report.count('failed')} failed, "
+              f"{report.count('unsupported')} unsupported), {resumed} already measured")
+    # one line each, never wrapped: scripts grep them
+    for note in report.notes:
+        out.print(escape(note), soft_wrap=True)
+    if report.by_device:
+        out.print("per device: " + ", ".join(f"{k} {v} problems" for k, v in sorted(report.by_device.items())),
+                  soft_wrap=True)
+    if report.seconds:
+        from ..clock import stage_line
+        out.print(stage_line(report.seconds), soft_wrap=True)
+
+
