@@ -3,6 +3,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT
 
 
@@ -11,6 +13,7 @@ def tuner(*args, input=None):
                           input=input, timeout=600)
 
 
+@pytest.mark.slow
 def test_sweep_decide_show_end_to_end(tmp_path):
     db = str(tmp_path / "h.db")
     r = tuner("sweep", "--model", "llama-3.1-8b", "--quick", "--phases", "decode", "--kv-dtypes", "fp8",

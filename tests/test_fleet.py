@@ -76,6 +76,7 @@ def _sleeper_env(tmp_path, slow=""):
             "SLEEPER_SLOW": slow, "PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "COLUMNS": "250"}
 
 
+@pytest.mark.slow
 def test_two_workers_sweep_into_one_store_and_resume(tmp_path):
     probs = tmp_path / "p.jsonl"
     probs.write_text("".join(json.dumps(small(batch_size=b, kv_len=kv).to_dict()) + "\n"
@@ -96,6 +97,7 @@ def test_two_workers_sweep_into_one_store_and_resume(tmp_path):
     assert again.returncode == 0 and "0 pipelines measured" in again.stdout and "4 already measured" in again.stdout
 
 
+@pytest.mark.slow
 def test_a_slower_device_is_kept_apart_and_the_report_says_so(tmp_path):
     probs = tmp_path / "p.jsonl"
     probs.write_text("".join(json.dumps(small(batch_size=b).to_dict()) + "\n" for b in (1, 2)))

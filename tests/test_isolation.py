@@ -5,6 +5,8 @@ import sqlite3
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT, small
 
 FAULTY = """
@@ -21,6 +23,7 @@ tactics.cpu.mode = ["ok", "abort", "hang", "raise"]
 """
 
 
+@pytest.mark.slow
 def test_crash_hang_and_exception_fail_one_pipeline_each(tmp_path):
     reg = tmp_path / "faulty.toml"
     reg.write_text(FAULTY)

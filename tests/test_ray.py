@@ -20,6 +20,7 @@ def _sweep(db, probs, *extra):
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_local_ray_shards_merge_into_the_callers_database(tmp_path):
     probs = tmp_path / "p.jsonl"
     ps = [small(batch_size=b, kv_len=kv) for b in (1, 2, 4) for kv in (64, 256)]

@@ -5,6 +5,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from tests.conftest import ROOT
 
 SWEEP = [sys.executable, "-m", "tuner", "sweep", "--model", "llama-3.1-8b", "--quick", "--phases", "decode",
@@ -41,6 +43,7 @@ def kill_after(db, done: int, extra_s: float) -> None:
     p.wait()
 
 
+@pytest.mark.slow
 def test_sigkill_at_any_point_loses_and_duplicates_nothing(tmp_path):
     ref = tmp_path / "ref.db"
     assert run(ref).returncode == 0
@@ -84,6 +87,7 @@ print(len(sizes), min(sizes, default=-1), max(sizes, default=-1), errors)
 """
 
 
+@pytest.mark.slow
 def test_readers_see_whole_tables_while_a_sweep_writes(tmp_path):
     db = tmp_path / "shared.db"
     from tuner.store import Store
