@@ -56,10 +56,13 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def server(swept_db):
-    """The real `tuner serve` on a free loopback port, over the swept database (one for the session:
-    the tests that use it only read)."""
-    with serve(swept_db[0]) as url:
+def server(swept_db, tmp_path_factory):
+    """The real `tuner serve` on a free loopback port, over a copy of the swept database (one for the
+    session: the tests that use it only read; its miss counts stay out of the shared database)."""
+    import shutil
+    served = tmp_path_factory.mktemp("served") / "heuristics.db"
+    shutil.copy(swept_db[0], served)
+    with serve(served) as url:
         yield url
 
 
