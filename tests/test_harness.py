@@ -19,15 +19,15 @@ CFG = TimingConfig(rounds=5, warmup=1, round_s=0.0005, max_calls=3, keep_rounds=
 
 def test_a_far_slower_candidate_stops_after_the_first_round_and_the_ranking_holds():
     calls = {"fast": [], "close": [], "slow": []}
-    fns = {"fast": [sleeper(0.001, calls["fast"])], "close": [sleeper(0.0012, calls["close"])],
-           "slow": [sleeper(0.004, calls["slow"])]}
+    fns = {"fast": [sleeper(0.003, calls["fast"])], "close": [sleeper(0.0045, calls["close"])],
+           "slow": [sleeper(0.012, calls["slow"])]}
     # the two close candidates are timed in every round, the one 4x behind in one round only
     # (the drop before any round, tested below, is set out of reach here)
     stats = time_interleaved(fns, WallTimer(dataclasses.replace(CFG, first_far_behind=100.0)))
     assert stats["fast"].reps == 5 and stats["close"].reps == 5   # one call per round: each is over round_s
     assert stats["slow"].reps == 1
     assert stats["fast"].median_us < stats["close"].median_us < stats["slow"].median_us
-    assert stats["slow"].median_us > 3000 and len(calls["slow"]) == 3    # warm-up, estimate, one round
+    assert stats["slow"].median_us > 9000 and len(calls["slow"]) == 3    # warm-up, estimate, one round
 
 
 def test_first_warm_skips_only_the_first_copys_warm_up_call():
@@ -83,10 +83,10 @@ def test_a_candidate_far_behind_in_its_warm_up_is_not_timed_in_rounds_unless_its
     # 5x behind in a call of 10 ms: warm-up and the length estimate only, its stats from the estimate
     assert len(calls["slow"]) == 2 and stats["slow"].reps == 1 and stats["slow"].median_us > 9000
     assert len(calls["fast"]) == 2 + 5 and stats["fast"].reps == 5 and stats["close"].reps == 5
-    # 4x behind, but in calls of 0.4 ms (under replay_us): a launch gap could be half of that,
-    # so it gets its first round before it is dropped
-    short = {"short_fast": [sleeper(0.0001, calls["short_fast"])], "short_slow": [sleeper(0.0004, calls["short_slow"])]}
-    s2 = time_interleaved(short, WallTimer(cfg))
+    # 6x behind, but in calls under replay_us: a launch gap could be half of such a call, so it gets
+    # its first round before it is dropped
+    short = {"short_fast": [sleeper(0.001, calls["short_fast"])], "short_slow": [sleeper(0.006, calls["short_slow"])]}
+    s2 = time_interleaved(short, WallTimer(dataclasses.replace(cfg, replay_us=20000.0)))
     assert len(calls["short_slow"]) == 3 and s2["short_slow"].reps == 1    # warm-up, estimate, one round
     assert s2["short_fast"].median_us < s2["short_slow"].median_us
 
@@ -96,7 +96,7 @@ def test_a_fast_candidate_that_cannot_win_does_not_cut_the_race_short():
     # are still timed in every round against each other, not dropped against it
     calls = {k: [] for k in ("inaccurate", "a", "b")}
     fns = {"inaccurate": [sleeper(0.001, calls["inaccurate"])], "a": [sleeper(0.005, calls["a"])],
-           "b": [sleeper(0.0055, calls["b"])]}
+           "b": [sleeper(0.007, calls["b"])]}
     stats = time_interleaved(fns, WallTimer(CFG), can_win={"a", "b"})
     assert stats["a"].reps == stats["b"].reps == 5 and stats["a"].median_us < stats["b"].median_us
     unguarded = time_interleaved(fns, WallTimer(CFG))          # without it both would be dropped
@@ -116,9 +116,9 @@ def test_one_slow_round_does_not_drop_a_candidate_its_warm_up_showed_close():
     # round 1 alone (a clock dip, another process): it is timed in every round, and its median is
     # its real time, not the spike's
     calls = {"fast": [], "spiky": [], "slow": []}
-    fns = {"fast": [sleeper(0.001, calls["fast"])],
-           "spiky": [schedule([0.0011, 0.0011, 0.008], 0.0011, calls["spiky"])],
-           "slow": [sleeper(0.004, calls["slow"])]}
+    fns = {"fast": [sleeper(0.003, calls["fast"])],
+           "spiky": [schedule([0.0033, 0.0033, 0.024], 0.0033, calls["spiky"])],
+           "slow": [sleeper(0.012, calls["slow"])]}
     stats = time_interleaved(fns, WallTimer(dataclasses.replace(CFG, first_far_behind=100.0)))
-    assert stats["spiky"].reps == 5 and stats["spiky"].median_us < 2500
+    assert stats["spiky"].reps == 5 and stats["spiky"].median_us < 7500
     assert stats["slow"].reps == 1          # slow in its warm-up too: still dropped after round 1

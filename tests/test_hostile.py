@@ -162,7 +162,7 @@ def test_slow_and_surplus_connections_are_closed(db):
         trickle.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # headers never finished
         surplus = [socket.create_connection((host, int(port)), timeout=5) for _ in range(4)]
         assert any(s.recv(1) == b"" for s in surplus)           # over the cap: closed at once
-        time.sleep(1.5)
+        time.sleep(2.5)
         assert all(s.recv(1) == b"" for s in idle + [trickle])  # nothing (or half a request) in 1 s: closed
         for s in idle + surplus + [trickle]:
             s.close()
