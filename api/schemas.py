@@ -77,7 +77,7 @@ class SweepCreate(BaseModel):
     out_dtypes: list[str] = Field(["bf16", "fp8"], max_length=3)
     page_sizes: Optional[list[int]] = Field(None, max_length=4, description="page sizes the kernels take: 16, 32, 64, "
                                                                             "128")
-    grid: Optional[str] = Field(None, description="quick | full (default: full on a GPU, quick on the CPU)")
+    grid: Optional[str] = Field(None, description="quick | full | dense (default: full on a GPU, quick on the CPU)")
     problems: Optional[list[ProblemIn]] = Field(None, max_length=MAX_SWEEP_PROBLEMS)
 
 

@@ -3,7 +3,10 @@
     .venv/bin/python benchmarks/bench_choose.py [--db heuristics.db] [--device "NVIDIA H200"]
 
 Each call is timed on its own with perf_counter_ns (the timer's own cost, measured on an empty
-call, is reported and subtracted); p50 and p99 over 200k calls per case, interleaved in rounds."""
+call, is reported and subtracted); p50 and p99 over 200k calls per case, interleaved in rounds.
+"warm" cases repeat one problem (the exact-problem dict); "new shape in a decided cell" asks a
+problem not asked before whose cell was decided (kv lengths within 4.4% of one another): the cell
+key is computed and looked up, the problem remembered."""
 from __future__ import annotations
 
 import argparse
@@ -53,6 +56,22 @@ def percentiles(fn, n: int, overhead: float) -> tuple[float, float]:
     return (max(ts[n // 2] - overhead, 0) / 1e3, max(ts[int(n * 0.99)] - overhead, 0) / 1e3)
 
 
+def new_shapes_in_a_cell(d, base: dict, n: int, overhead: float) -> tuple[float, float]:
+    """choose() for problems not asked before, in one decided cell: each call's problem is dropped
+    from the exact-problem cache beforehand (outside the timed region)."""
+    shapes = [AttentionProblem(**base, batch_size=12, kv_len=k) for k in range(1840, 1915)]
+    d.choose(shapes[0])
+    ts, clock = [], time.perf_counter_ns
+    for i in range(n):
+        p = shapes[i % len(shapes)]
+        d._cache.pop(p, None)
+        t = clock()
+        d.choose(p)
+        ts.append(clock() - t)
+    ts.sort()
+    return (max(ts[n // 2] - overhead, 0) / 1e3, max(ts[int(n * 0.99)] - overhead, 0) / 1e3)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--db", default="heuristics.db")
@@ -64,7 +83,8 @@ def main() -> None:
                 kv_dtype="fp8", out_dtype="fp8")
     cases = {"measured": AttentionProblem(**base, batch_size=16, kv_len=2048),
              "learned": AttentionProblem(**base, batch_size=16, kv_len=131072),   # beyond the measured grid
-             "rule": AttentionProblem(**{**base, "num_qo_heads": 10, "num_kv_heads": 2}, batch_size=12, kv_len=1900)}
+             "learned, off the grid": AttentionProblem(**base, batch_size=12, kv_len=1900),
+             "rule": AttentionProblem(**{**base, "head_dim": 64}, batch_size=12, kv_len=1900)}    # never measured
     fns = {k: (lambda p=p: d.choose(p)) for k, p in cases.items()}
     equal = {k: AttentionProblem(**{f: getattr(p, f) for f in p.to_dict()}) for k, p in cases.items()}
     fns.update({f"{k} (equal, new object)": (lambda p=p: d.choose(p)) for k, p in equal.items()})
@@ -74,9 +94,12 @@ def main() -> None:
         f()
     overhead = statistics.median(percentiles(lambda: None, 20000, 0)[0] * 1e3 for _ in range(3))
     res = {k: [] for k in fns}
+    cell = "new shape in a decided cell"
+    res[cell] = []
     for _ in range(5):                        # interleaved rounds
         for k, f in fns.items():
             res[k].append(percentiles(f, a.calls // 5, overhead))
+        res[cell].append(new_shapes_in_a_cell(d, base, a.calls // 5, overhead))
     out = {"python": platform.python_version(), "cpu": platform.processor() or platform.machine(),
            "timer_overhead_ns": overhead, "sources": sources, "cases": {}}
     rule_p50 = statistics.median(r[0] for r in res["vllm rule (plain Python)"])

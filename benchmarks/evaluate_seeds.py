@@ -1,23 +1,24 @@
 """The learned dispatcher's held-out regret over many seeds of `tuner evaluate` (20% held out each),
 summed up: configuration-seeds over the targets (gm > 1.02, max > 1.10, slower than a rule beyond
 noise) and the pooled regret geometric mean. A model change is compared on more seeds than the
-three the README tables show. Usage:
-    python benchmarks/evaluate_seeds.py [--db heuristics.db] [--seeds 20] [--twin-weight W] [--decode-batch-step S]
-        [--kv-line-from KV] [--show]"""
+three the README tables show. Settings come from a PredictorConfig file and/or --set NAME=VALUE.
+Usage:
+    python benchmarks/evaluate_seeds.py [--db heuristics.db] [--seeds 20] [--predictor-config FILE]
+        [--set batch_step=3 --set twin_weight=0.5 ...] [--between] [--show]"""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 
-import dispatcher.table as table
-from tuner.analysis.evaluate import evaluate
+from dispatcher.predictor import PredictorConfig
+from tuner.analysis.evaluate import evaluate, evaluate_between
 
 
-def summary(db: str, seeds: int, show: bool = False) -> dict:
+def tally(runs: list[dict], show: bool = False) -> dict:
     gm_over = max_over = slower = 0
-    logs, n = 0.0, 0
-    for seed in range(seeds):
-        configs = evaluate(db, "NVIDIA H200", seed=seed, methods=("learned",))["configs"]
+    logs, n, cs = 0.0, 0, 0
+    for seed, configs in runs:
         for name, c in configs.items():
             lr = c["learned"]
             if show:
@@ -27,8 +28,22 @@ def summary(db: str, seeds: int, show: bool = False) -> dict:
             slower += bool(lr["slower_than_vllm-2026"] or lr["slower_than_vllm-2025"])
             logs += lr["n"] * math.log(lr["regret_geomean"])
             n += lr["n"]
-    return {"seeds": seeds, "config_seeds": seeds * len(configs), "gm_over_1.02": gm_over,
-            "max_over_1.10": max_over, "slower_than_a_rule": slower, "pooled_regret_gm": round(math.exp(logs / n), 5)}
+            cs += 1
+    return {"config_seeds": cs, "gm_over_1.02": gm_over, "max_over_1.10": max_over, "slower_than_a_rule": slower,
+            "pooled_regret_gm": round(math.exp(logs / n), 5)}
+
+
+def summary(db: str, seeds: int, config: PredictorConfig, show: bool = False) -> dict:
+    runs = [(seed, evaluate(db, "NVIDIA H200", seed=seed, methods=("learned",), config=config)["configs"])
+            for seed in range(seeds)]
+    return {"seeds": seeds, **tally(runs, show)}
+
+
+def between(db: str, config: PredictorConfig, show: bool = False) -> dict:
+    """The between-grid-points check (fit on every other size): one run, no seeds."""
+    res = evaluate_between(db, "NVIDIA H200", methods=("learned", "rounded"), config=config)
+    rounded = {c: {"learned": v["rounded"]} for c, v in res["configs"].items()}
+    return {"between": tally([(0, res["configs"])], show), "rounded": tally([(0, rounded)])}
 
 
 def _show(seed: int, name: str, lr: dict) -> None:
@@ -41,22 +56,27 @@ def _show(seed: int, name: str, lr: dict) -> None:
               + (f"; worst shape {worst['shape']} chose {worst['chose']} best {worst['best']}" if worst else ""))
 
 
+def settings(path: str | None, pairs: list[str]) -> PredictorConfig:
+    config = PredictorConfig.from_file(path) if path else PredictorConfig()
+    given = {}
+    for pair in pairs:
+        name, _, value = pair.partition("=")
+        given[name] = float(value)
+    return PredictorConfig.from_dict({**dataclasses.asdict(config), **given})
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--db", default="heuristics.db")
     ap.add_argument("--seeds", type=int, default=20)
-    ap.add_argument("--twin-weight", type=float, default=None, help="override dispatcher.table.TWIN_WEIGHT")
-    ap.add_argument("--decode-batch-step", type=float, default=None,
-                    help="override dispatcher.table.DECODE_BATCH_STEP (1 = batch and KV steps alike)")
-    ap.add_argument("--kv-line-from", type=int, default=None,
-                    help="override dispatcher.table.KV_LINE_FROM (above every KV length measured: no line)")
+    ap.add_argument("--predictor-config", default=None)
+    ap.add_argument("--set", action="append", default=[], help="NAME=VALUE: one PredictorConfig setting")
+    ap.add_argument("--between", action="store_true", help="also the between-grid-points check")
     ap.add_argument("--show", action="store_true", help="list each configuration-seed over a target")
     a = ap.parse_args()
-    if a.kv_line_from is not None:
-        table.KV_LINE_FROM = a.kv_line_from
-    if a.decode_batch_step is not None:
-        table.DECODE_BATCH_STEP = a.decode_batch_step
-    if a.twin_weight is not None:
-        table.TWIN_WEIGHT = a.twin_weight
-    print({"db": a.db, "twin_weight": table.TWIN_WEIGHT, "decode_batch_step": table.DECODE_BATCH_STEP,
-           "kv_line_from": table.KV_LINE_FROM, **summary(a.db, a.seeds, a.show)})
+    cfg = settings(a.predictor_config, a.set)
+    out = {"db": a.db, **{k: v for k, v in dataclasses.asdict(cfg).items() if v != getattr(PredictorConfig(), k)},
+           **summary(a.db, a.seeds, cfg, a.show)}
+    if a.between:
+        out.update(between(a.db, cfg, a.show))
+    print(out)

@@ -12,7 +12,7 @@ def surface(db: str, config: str, a: str, b: str, q_len: int) -> dict[tuple[int,
     """(batch, kv_len) -> fastest measured pipeline whose id starts with `a` over the fastest with `b`."""
     full, _ = load_table(db, "NVIDIA H200")
     cells = {}
-    for bucket, timings in full.by_bucket.items():
+    for bucket, timings in full.by_cell.items():
         if config_of(bucket) != config or bucket.q_len != q_len:
             continue
         ta = [t.median_us for pid, t in timings.items() if pid.startswith(a)]

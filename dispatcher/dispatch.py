@@ -9,79 +9,87 @@ from .decision import Decision, Source
 from .device import KNOWN, DeviceInfo, describe, named
 from .pipeline import Pipeline, candidates
 from .policy import max_relerr as relerr_budget
+from .predictor import Predictor, PredictorConfig
 from .problem import AttentionProblem
 from .registry import KernelSpec, ineligible_kernels, load_registry
 from .rules import DEFAULT_RULE, RULES, rule_pick
 from .table import Ranking, Table, rank
 
 CACHE_LIMIT = 65536   # distinct buckets remembered; bounded so hostile traffic cannot grow memory
-MISS_LIMIT = 4096     # distinct missed problems counted between flushes
+MISS_LIMIT = 4096     # distinct missed cells counted between flushes
 
 
 class Dispatcher:
     def __init__(self, table: Table, device: DeviceInfo, registry: dict[str, KernelSpec] | None = None,
                  rule: str = DEFAULT_RULE, max_relerr: float | None = None, timing_mode: str = "",
-                 learned: bool = True):
+                 learned: bool = True, predictor: PredictorConfig | None = None):
         if rule not in RULES:
             raise ValueError(f"rule {rule!r} is unknown; use one of {', '.join(RULES)}")
-        self.table, self.device, self.rule = table, device, rule
+        self.device, self.rule = device, rule
+        self.predictor = Predictor(predictor)
+        self.table, self.model = table, self.predictor.fit(table, device)
         self.registry = registry or load_registry()
         relerr_budget("bf16", "bf16", max_relerr)     # a bad budget or $SWITCHYARD_MAX_RELERR fails here
         self.max_relerr = max_relerr
         self.timing_mode = timing_mode
-        self.learned = learned        # False: unmeasured buckets take the nearest measured one
-        self._cache: dict[AttentionProblem, Decision] = {}
-        self.misses: dict[AttentionProblem, int] = {}   # buckets answered without a measurement
+        self.learned = learned        # False: an unmeasured cell takes the nearest measured one
+        # (decision, its cell) by problem as asked, and by cell (AttentionProblem.cell_key)
+        self._cache: dict[AttentionProblem, tuple[Decision, AttentionProblem]] = {}
+        self._cells: dict[tuple[Any, ...], tuple[Decision, AttentionProblem]] = {}
+        self.misses: dict[AttentionProblem, int] = {}          # cells answered without a measurement
         self.db: Path | None = None                        # set by load(); used by refresh and flush
 
     def choose(self, problem: AttentionProblem) -> Decision:
-        """The decision for a problem: a dict lookup once its bucket has been decided. No I/O, no
-        locks, no tensors, no device calls: safe inside CUDA-graph capture."""
+        """The decision for a problem: a dict lookup once asked before, two once its cell has been
+        decided. No I/O, no locks, no tensors, no device calls: safe inside CUDA-graph capture."""
         hit = self._cache.get(problem)
         if hit is None:
-            bucket = problem.bucket()
-            hit = self._cache.get(bucket)
-            if hit is None:
-                hit = self._decide(bucket, problem)
+            hit = self._cell_decision(problem)
             if len(self._cache) >= CACHE_LIMIT:     # bounded: hostile traffic cannot grow memory,
                 self._cache = {}                    # and a full cache is not re-decided per call
-            self._cache[bucket] = hit
             self._cache[problem] = hit
-        if hit.source != "measured":
-            self._miss(problem)
+        dec, cell = hit
+        if dec.source != "measured":
+            # by the cell's own object (an identity match, no comparison); a plain dict increment
+            # under the GIL, no lock: concurrent increments may lose a count
+            m = self.misses
+            n = m.get(cell)
+            if n is not None:
+                m[cell] = n + 1
+            elif len(m) < MISS_LIMIT:
+                m[cell] = 1
+        return dec
+
+    def _cell_decision(self, problem: AttentionProblem) -> tuple[Decision, AttentionProblem]:
+        key = problem.cell_key()
+        hit = self._cells.get(key)
+        if hit is None:
+            cell = problem.cell()
+            hit = (self._decide(cell, problem), cell)
+            if len(self._cells) >= CACHE_LIMIT:
+                self._cells = {}
+            self._cells[key] = hit
         return hit
 
-    def _miss(self, problem: AttentionProblem) -> None:
-        # a plain dict increment under the GIL: no lock; concurrent increments may lose a count
-        m = self.misses
-        if problem in m:
-            m[problem] += 1
-        elif len(m) < MISS_LIMIT:
-            m[problem] = 1
-
     def take_misses(self) -> dict[AttentionProblem, tuple[str, int]]:
-        """The counts since the last call, by bucket with the source that answered them."""
+        """The counts since the last call, by cell with the source that answered them."""
         taken, self.misses = self.misses, {}
-        out: dict[AttentionProblem, tuple[str, int]] = {}
-        for p, n in taken.items():
-            b = p.bucket()
-            src = self._cache.get(b)
-            prev = out.get(b, (None, 0))[1]
-            out[b] = (src.source if src else "rule", prev + n)
-        return out
+        return {c: (self._cell_decision(c)[0].source, n) for c, n in taken.items()}
 
     def cached(self) -> int:
-        """Decisions held in the cache (it is emptied when it reaches CACHE_LIMIT)."""
-        return len(self._cache)
+        """Decisions held in the caches (each is emptied when it reaches CACHE_LIMIT)."""
+        return len(self._cache) + len(self._cells)
 
     def swap_table(self, table: Table) -> None:
-        """Atomically replace the table: a choose() sees the old or the new table, never a mix."""
-        self.table = table
-        self._cache = {}
+        """Replace the table (the model is fitted to it first): a choose() sees the old or the new
+        table's decisions, never a mix."""
+        model = self.predictor.fit(table, self.device)
+        self.table, self.model, self._cache, self._cells = table, model, {}, {}
 
-    # -- off the fast path: once per bucket -------------------------------------------
+    # -- off the fast path: once per cell ----------------------------------------------
     def _decide(self, p: AttentionProblem, asked: AttentionProblem | None = None) -> Decision:
-        """The decision for bucket `p`; `asked` is the problem as the caller gave it (for messages)."""
+        """The decision for cell `p` (AttentionProblem.cell); `asked`, the problem as the caller gave
+        it, is named in messages."""
         cands = candidates(self.registry, p, self.device)
         pick, rule_notes = rule_pick(self.rule, p, self.device, self.registry, cands)
         if pick is None:
@@ -92,15 +100,17 @@ class Dispatcher:
         budget = relerr_budget(p.kv_dtype, p.out_dtype, self.max_relerr)
         ranking = rank(self.table.timings(p), budget, pick.id, allowed)
         if ranking is not None:
-            return self._from_ranking(ranking, "measured", budget, "measured here")
+            at = self.table.measured_at.get(p, p)
+            return self._from_ranking(ranking, "measured", budget, f"measured at {_sizes(at)}")
         if self.learned:
-            ranking = rank(self.table.predicted(p), budget, pick.id, allowed)
+            ranking = rank(self.model.predict(p), budget, pick.id, allowed)
             if ranking is not None:
-                return self._from_ranking(ranking, "learned", budget, "predicted from measured neighbours")
-        for near in self.table.neighbours(p):
+                where = f"predicted at {_sizes(p)} from measured neighbours"
+                return self._from_ranking(ranking, "learned", budget, where)
+        for near in self.model.neighbours(p):
             ranking = rank(self.table.timings(near), budget, pick.id, allowed)
             if ranking is not None:
-                where = f"nearest measured shape batch_size={near.batch_size} q_len={near.q_len} kv_len={near.kv_len}"
+                where = f"nearest measured shape {_sizes(near)}"
                 return self._from_ranking(ranking, "nearest", budget, where)
         over = sorted(t.pipeline.id for t in self.table.timings(p) if t.relerr is not None and t.relerr > budget)
         if over:
@@ -132,6 +142,10 @@ class Dispatcher:
                         expected_us=us, source=source, device=self.device.name, reason=why,
                         pipeline=pipe.id, tactic=pipe.tactic, q_quant=pipe.q_quant,
                         out_quant=pipe.out_quant, relerr=relerr)
+
+
+def _sizes(p: AttentionProblem) -> str:
+    return f"batch_size={p.batch_size} q_len={p.q_len} kv_len={p.kv_len}"
 
 
 LOCAL = ("auto", "cpu", "cuda")
@@ -185,23 +199,28 @@ def device_of(db: store.DbPath, device: str | None) -> DeviceInfo:
 
 def load(db: store.DbPath = None, device: str | None = None, *, rule: str = DEFAULT_RULE,
          timing_mode: str | None = None, max_relerr: float | None = None,
-         registry: dict[str, KernelSpec] | None = None) -> Dispatcher:
+         registry: dict[str, KernelSpec] | None = None, predictor: PredictorConfig | None = None) -> Dispatcher:
     """Load the decision table for `device` from the database once (see Dispatcher.choose)."""
     dev = device_of(db, device)
     mode = timing_mode or default_timing_mode(dev)
-    d = Dispatcher(read_table(db, dev, mode), dev, registry, rule, max_relerr, mode)
+    d = Dispatcher(read_table(db, dev, mode), dev, registry, rule, max_relerr, mode, predictor=predictor)
     d.db = store.default_path(db)          # where it was read from: refresh and miss flushes use it
     return d
 
 
 def read_table(db: store.DbPath, device: DeviceInfo, timing_mode: str) -> Table:
-    """The measurements of `device` in `timing_mode` (every environment of it, oldest first)."""
+    """The measurements of `device` in `timing_mode` (every environment of it, oldest first), by cell."""
+    return Table.from_rows(read_rows(db, device, timing_mode))
+
+
+def read_rows(db: store.DbPath, device: DeviceInfo, timing_mode: str) -> list[Any]:
+    """The ok measurement rows of `device` in `timing_mode`, oldest environment first."""
     conn = store.open_readonly(db)
     if conn is None:
-        return Table()
+        return []
     try:
         envs = store.environments(conn)
         ids = [e["id"] for e in envs if e["device_name"] == device.name and e["timing_mode"] == timing_mode]
-        return Table.from_rows(store.ok_measurements(conn, ids)) if ids else Table()
+        return store.ok_measurements(conn, ids) if ids else []
     finally:
         conn.close()

@@ -1,17 +1,12 @@
-"""Predicting a pipeline's time at an unmeasured size from its measured neighbours.
-
-log(time) is modelled as locally linear in (log2 batch_size, log2 q_len, log2 kv_len): a weighted
-least-squares plane through the K nearest measured points of that pipeline (ridge-regularised, so a
-dimension that does not vary, such as q_len in decode, costs nothing). Attention time is close to
-linear in tokens x KV length at large sizes and flat at small ones, which such local planes follow.
-Pure Python: it runs once per new bucket, never on the hot path."""
+"""A local plane: log(value) as locally linear in a shape's features (log2 sizes and the hardware
+terms of dispatcher/predictor.py), a weighted least-squares plane through the K nearest measured
+points (ridge-regularised, so a feature that does not vary, such as q_len in decode, costs nothing).
+Attention time is close to linear in tokens x KV length at large sizes and flat at small ones, which
+such local planes follow. Pure Python: it runs once per decided cell, never on the hot path."""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-
-K_NEAREST = 6
-RIDGE = 1e-3
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,12 +32,14 @@ def _solve(a: list[list[float]], b: list[float]) -> list[float] | None:
     return [m[i][n] / m[i][i] for i in range(n)]
 
 
-def predict(points: list[tuple[tuple[float, ...], float]], at: tuple[float, ...],
-            monotone: bool = True) -> Prediction | None:
-    """points: ((log2 sizes), time_us) measured for one pipeline; at: the log2 sizes to predict."""
+def fit_plane(points: list[tuple[tuple[float, ...], float]], at: tuple[float, ...], k_nearest: int = 6,
+              ridge: float = 1e-3, monotone: bool | tuple[bool, ...] = True) -> Prediction | None:
+    """points: (features, value) measured; at: the features to predict at. `monotone`: the value
+    never falls as these features grow (a time as sizes grow; not a ratio between two times), for
+    all features or per feature."""
     if not points:
         return None
-    near = sorted(points, key=lambda p: math.dist(p[0], at))[:K_NEAREST]
+    near = sorted(points, key=lambda p: math.dist(p[0], at))[:k_nearest]
     if len(near) < 3:
         x, t = near[0]
         return Prediction(t, 0.25, len(near))
@@ -61,13 +58,14 @@ def predict(points: list[tuple[tuple[float, ...], float]], at: tuple[float, ...]
             for j in range(dim + 1):
                 ata[i][j] += w * row[i] * row[j]
     for i in range(1, dim + 1):
-        ata[i][i] += RIDGE
+        ata[i][i] += ridge
     beta = _solve(ata, aty)
     if beta is None:
         return None
-    if monotone and any(b < 0 for b in beta[1:]):
+    rising = monotone if isinstance(monotone, tuple) else (monotone,) * dim
+    if any(r and b < 0 for r, b in zip(rising, beta[1:])):
         # more work never takes less time: a falling slope is noise, so flatten it and refit the level
-        beta[1:] = [max(b, 0.0) for b in beta[1:]]
+        beta[1:] = [max(b, 0.0) if r else b for r, b in zip(rising, beta[1:])]
         wsum = sum(w for _, _, w in rows)
         beta[0] = sum(w * (y - sum(b * r for b, r in zip(beta[1:], row[1:]))) for row, y, w in rows) / wsum
     resid = [y - sum(b * r for b, r in zip(beta, row)) for row, y, _ in rows]

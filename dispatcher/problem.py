@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -69,11 +70,29 @@ def _flag(field: str, value: Any) -> bool:
 FIELDS: tuple[str, ...] = ()   # set below, once the dataclass exists
 
 
-def next_pow2(n: int) -> int:
-    return 1 << (n - 1).bit_length()
+# Decisions are made, cached and counted per cell: the batch size exactly (kernels re-split their work
+# at batch sizes that are not powers of two), q_len and kv_len to 1/CELLS_PER_OCTAVE of an octave
+# (within +-4.4%, where kernel times change smoothly). A shape counts as measured when a measurement
+# lies in its cell; any other shape is predicted at its cell's representative sizes.
+CELLS_PER_OCTAVE = 8
 
 
-@dataclass(frozen=True, kw_only=True)
+def size_cell(n: int) -> int:
+    """The cell of a size: round(CELLS_PER_OCTAVE * log2(n))."""
+    return round(CELLS_PER_OCTAVE * math.log2(n))
+
+
+def cell_size(k: int) -> int:
+    """The representative size of cell k (a size in that cell, the nearest integer to its centre)."""
+    return round(2 ** (k / CELLS_PER_OCTAVE))
+
+
+def snap(n: int) -> int:
+    """The representative size of n's cell; sizes up to 13 are their own."""
+    return cell_size(size_cell(n))
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
 class AttentionProblem:
     """One attention call as a serving engine issues it (per GPU, after tensor parallelism).
 
@@ -116,11 +135,23 @@ class AttentionProblem:
         if self.q_len > self.kv_len:
             raise ProblemError("q_len", f"q_len {self.q_len} exceeds kv_len {self.kv_len}; kv_len counts "
                                "the new tokens too, so kv_len >= q_len")
-        put("_hash", hash(tuple(getattr(self, f) for f in FIELDS)))
+        fields = tuple(getattr(self, f) for f in FIELDS)
+        put("_fields", fields)
+        put("_hash", hash(fields))
 
+    # computed once: the dispatcher's caches hash and compare problems on every call, often a new but
+    # equal object each time (the dataclass's own __eq__ built two 14-tuples per comparison)
     def __hash__(self) -> int:
-        h: int = self.__dict__["_hash"]    # computed once: the dispatcher's cache hashes problems per call
+        h: int = self.__dict__["_hash"]
         return h
+
+    def __eq__(self, other: object) -> bool:
+        if other is self:
+            return True
+        if not isinstance(other, AttentionProblem):
+            return NotImplemented
+        same: bool = self.__dict__["_fields"] == other.__dict__["_fields"]
+        return same
 
     # -- derived ---------------------------------------------------------------
     @property
@@ -136,12 +167,17 @@ class AttentionProblem:
         return (self.phase, self.num_qo_heads, self.num_kv_heads, self.head_dim, self.page_size,
                 self.q_dtype, self.kv_dtype, self.out_dtype, self.causal, self.window_left, self.has_sinks)
 
-    def bucket(self) -> AttentionProblem:
-        """The measured grid point that stands for this problem: sizes rounded up to powers of two."""
-        b, q, kv = next_pow2(self.batch_size), next_pow2(self.q_len), next_pow2(self.kv_len)
-        if (b, q, kv) == (self.batch_size, self.q_len, self.kv_len):
+    def cell(self) -> AttentionProblem:
+        """The problem that stands for this one's cell (see CELLS_PER_OCTAVE): the same batch size,
+        q_len and kv_len at their cells' representative sizes. Power-of-two sizes are their own."""
+        q, kv = snap(self.q_len), snap(self.kv_len)
+        if (q, kv) == (self.q_len, self.kv_len):
             return self
-        return dataclasses.replace(self, batch_size=b, q_len=q, kv_len=max(kv, q))
+        return dataclasses.replace(self, q_len=q, kv_len=max(kv, q))
+
+    def cell_key(self) -> tuple[Any, ...]:
+        """What identifies this problem's cell, without building its representative (cheap)."""
+        return (*self.family(), self.batch_size, size_cell(self.q_len), size_cell(self.kv_len))
 
     def key(self) -> str:
         """A stable text key (the store's primary key for a problem)."""

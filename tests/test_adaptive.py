@@ -15,7 +15,7 @@ GRID = [small(batch_size=b, kv_len=kv) for b in (1, 2, 4, 8, 16, 32) for kv in (
 
 
 def synthetic(p):
-    """A wins below batch x kv = 4096, B above: one crossover line through the grid."""
+    """A wins below batch x kv = 6000, B above: one crossover line through the grid."""
     work = p.batch_size * p.kv_len
     return {A: 10 + work / 100, B: 40 + work / 200}
 
@@ -27,7 +27,7 @@ def run(fraction):
         calls.append(list(ps))
         for p in ps:
             for pipe, us in synthetic(p).items():
-                table.add(p.bucket(), Timing(pipe, us, 0.01 * us, 0.001))
+                table.add(p.cell(), Timing(pipe, us, 0.01 * us, 0.001))
     return adaptive_sweep(GRID, measure, lambda: table, fraction), calls, table
 
 
@@ -57,7 +57,7 @@ def test_evaluate_replays_an_adaptive_search_beside_a_random_sample(swept_db):
     r = subprocess.run([sys.executable, "-m", "tuner", "evaluate", "--db", str(swept_db[0]), "--device", "cpu",
                         "--adaptive", "0.5"], capture_output=True, text=True, check=True)
     res = json.loads(r.stdout)
-    assert res["measured"] < res["buckets"] and set(res) >= {"adaptive", "random"}
+    assert res["measured"] < res["cells"] and set(res) >= {"adaptive", "random"}
     assert all(v["regret_geomean"] >= 1.0 for v in res["adaptive"].values())
     # the pooled figure over every held-out shape, beside the per-configuration count against 1.02
     pooled = res["adaptive_overall"]
@@ -88,7 +88,7 @@ def test_a_small_family_beside_a_large_one_gets_enough_points_to_fit():
     def measure(ps):
         for p in ps:
             for pipe, us in synthetic(p).items():
-                table.add(p.bucket(), Timing(pipe, us, 0.01 * us, 0.001))
+                table.add(p.cell(), Timing(pipe, us, 0.01 * us, 0.001))
     chosen = adaptive_sweep(big + few, measure, lambda: table, 1 / 3)
     assert len(chosen) <= math.ceil(len(big + few) / 3)
     assert sum(p.phase == "prefill" for p in chosen) >= 3       # a third of 6 would be 2
@@ -101,7 +101,7 @@ def test_a_search_stopped_early_says_so_and_measures_nothing_more():
         calls.append(list(ps))
         for p in ps:
             for pipe, us in synthetic(p).items():
-                table.add(p.bucket(), Timing(pipe, us, 0.01 * us, 0.001))
+                table.add(p.cell(), Timing(pipe, us, 0.01 * us, 0.001))
     out = adaptive_sweep(GRID, measure, lambda: table, 1 / 3, said.append, stopped=lambda: len(calls) >= 2)
     assert len(calls) == 2 and out == []                     # the coarse batch and one refinement, then stop
     assert len(said) == 1 and "stopped early" in said[0] and "again to resume" in said[0]
@@ -119,3 +119,21 @@ def test_an_adaptive_sweep_runs_all_its_batches_in_one_worker(tmp_path, cpu, mon
                           search="adaptive", budget=0.5)
     assert len(report.outcomes) == 6 and report.count("ok") > 0
     assert len(starts) == 1
+
+
+def test_with_between_it_measures_off_the_grid_where_neighbours_disagree():
+    # the crossover (batch x kv = 6000) lies between grid points; with `between` the search may
+    # measure the cell halfway (log scale) between two measured neighbours whose winners differ
+    table, measured = Table(), []
+
+    def measure(ps):
+        measured.extend(ps)
+        for p in ps:
+            for pipe, us in synthetic(p).items():
+                table.add(p.cell(), Timing(pipe, us, 0.01 * us, 0.001))
+    chosen = adaptive_sweep(GRID, measure, lambda: table, 1 / 2, between=True)
+    off = [p for p in chosen if p not in GRID]
+    assert off, "no shape off the grid was measured"
+    for p in off:
+        assert p.cell() == p and 0.25 <= p.batch_size * p.kv_len / 6000 <= 4    # on the lattice, at the crossover
+    assert len(chosen) <= math.ceil(len(GRID) / 2) and len(set(chosen)) == len(chosen)

@@ -28,17 +28,18 @@ def test_sweep_decide_show_end_to_end(tmp_path):
                   "--out-dtypes", "fp8", "--device", "cpu", "--db", db)
     assert "0 pipelines measured" in again.stdout and "6 already measured" in again.stdout
 
-    flags = ["--db", db, "--phase", "decode", "--num-qo-heads", "32", "--num-kv-heads", "8", "--batch-size", "3",
-             "--kv-len", "500", "--kv-dtype", "fp8", "--out-dtype", "fp8"]
+    flags = ["--db", db, "--phase", "decode", "--num-qo-heads", "32", "--num-kv-heads", "8", "--batch-size", "4",
+             "--kv-len", "500", "--kv-dtype", "fp8", "--out-dtype", "fp8"]         # within the measured 4 x 512
     dec = json.loads(tuner("decide", *flags, "--json").stdout)
     assert set(dec) >= {"kernel", "q_dtype", "fused_out_quant", "expected_us", "source", "device", "reason"}
     assert dec["source"] == "measured" and dec["kernel"] == "torch-sdpa" and dec["expected_us"] > 0
 
     lines = [json.dumps({"phase": "decode", "num_qo_heads": 32, "num_kv_heads": 8, "head_dim": 128, "page_size": 16,
-                         "batch_size": b, "kv_len": 128, "kv_dtype": "fp8", "out_dtype": "fp8"}) for b in (1, 3, 400)]
+                         "batch_size": b, "kv_len": 128, "kv_dtype": "fp8", "out_dtype": "fp8"})
+             for b in (1, 4, 3, 400)]
     r = tuner("decide", "--db", db, "--input", "-", input="\n".join(lines) + "\n")
     outs = [json.loads(x) for x in r.stdout.splitlines()]
-    assert [o["source"] for o in outs] == ["measured", "measured", "learned"]
+    assert [o["source"] for o in outs] == ["measured", "measured", "learned", "learned"]
 
     info = json.loads(tuner("show", "--db", db, "--json").stdout)
     assert info["measurements"] == 12 and info["winners"] == 6

@@ -11,11 +11,20 @@ from dispatcher.table import Table, Timing
 from tests.conftest import ROOT, small
 
 
-def test_measured_bucket(swept_db):
+def test_measured_shape(swept_db):
     d = load(swept_db[0], "cpu")
-    dec = d.choose(small(batch_size=3, kv_len=200))       # bucket batch 4, kv 256 was measured
+    dec = d.choose(small(batch_size=4, kv_len=256))       # measured
     assert dec.source == "measured" and dec.kernel == "torch-sdpa" and dec.expected_us > 0
     assert dec.pipeline.startswith("torch-sdpa[backend=") and dec.device.startswith("CPU")
+    assert "measured at batch_size=4 q_len=1 kv_len=256" in dec.reason
+    near = d.choose(small(batch_size=4, kv_len=250))      # within 4.4% of it: the same cell
+    assert near.source == "measured" and near.pipeline == dec.pipeline
+
+
+def test_a_shape_between_measured_ones_is_not_called_measured(swept_db):
+    # batch 3 x kv 200 rounds up to the measured batch 4 x kv 256; it was never measured itself
+    dec = load(swept_db[0], "cpu").choose(small(batch_size=3, kv_len=200))
+    assert dec.source == "learned" and "predicted at batch_size=3 q_len=1 kv_len=197" in dec.reason
 
 
 def test_nearest_neighbour_in_the_same_family(swept_db):
@@ -44,7 +53,7 @@ def fixture_table(entries):
     t = Table()
     for prob, pid_us in entries:
         for pipe, us in pid_us:
-            t.add(prob.bucket(), Timing(pipe, us, 1.0, 0.01))
+            t.add(prob.cell(), Timing(pipe, us, 1.0, 0.01))
     return t
 
 

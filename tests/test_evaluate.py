@@ -17,7 +17,7 @@ def test_held_out_regret_and_the_worst_misses_on_the_shipped_h200_data():
     r = evaluate("--json")
     assert r.returncode == 0, r.stderr[-2000:]
     res = json.loads(r.stdout)
-    assert res["device"] == "NVIDIA H200" and 0 < res["held_out"] < res["buckets"]
+    assert res["device"] == "NVIDIA H200" and 0 < res["held_out"] < res["cells"]
     for cfg, ms in res["configs"].items():
         v = ms["learned"]
         assert v["n"] > 0 and 1.0 <= v["regret_geomean"] <= v["regret_max"] and v["regret_p95"] <= v["regret_max"]
@@ -41,6 +41,6 @@ def test_held_out_regret_and_the_worst_misses_on_the_shipped_h200_data():
     table = evaluate()
     assert table.returncode == 0, table.stderr[-2000:]
     assert "worst held-out choices of the learned model" in table.stdout
-    assert f"all held-out shapes, learned: regret gm {res['overall']['learned']['regret_geomean']:.4f}" in table.stdout
+    assert f"all scored shapes, learned: regret gm {res['overall']['learned']['regret_geomean']:.4f}" in table.stdout
     # tactics shown, not eaten as markup
     assert "[enable_pdl=" in table.stdout or "[fixed_split_size=" in table.stdout

@@ -88,7 +88,7 @@ def test_serve_refuses_bad_databases_and_settings_in_one_line(db, tmp_path):
 def test_miss_tuning_measures_only_what_a_sweep_may(db):
     # without a token, --tune-misses let three GETs of a problem POST /v1/sweeps refuses make the daemon sweep it
     huge = q(num_qo_heads=16, num_kv_heads=4, head_dim=128, batch_size=4, kv_len=131072)
-    fits = q(num_qo_heads=16, num_kv_heads=4, head_dim=32, batch_size=3, kv_len=100)
+    fits = q(num_qo_heads=16, num_kv_heads=4, head_dim=32, batch_size=3, kv_len=128)
     with serve(db, "--tune-misses-without-token", "--idle-s", "0.3", "--refresh-s", "0.2") as url:
         for _ in range(3):
             assert httpx.get(f"{url}/v1/decision", params=huge).status_code == 200

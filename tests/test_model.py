@@ -2,8 +2,9 @@ import math
 
 from dispatcher.device import H200
 from dispatcher.dispatch import Dispatcher
-from dispatcher.model import predict
+from dispatcher.model import fit_plane
 from dispatcher.pipeline import Pipeline
+from dispatcher.predictor import Predictor, PredictorConfig
 from dispatcher.table import Table, Timing
 from tests.conftest import small
 
@@ -23,7 +24,7 @@ def grid(time_of):
 def test_unseen_shape_between_two_measured_ones():
     # time linear in batch x kv (bandwidth bound) plus a launch floor
     pts = [p for p in grid(lambda b, kv: 5 + b * kv / 1000) if p[0] != (3.0, 0.0, 10.0)]
-    got = predict(pts, (3.0, 0.0, 10.0)).us
+    got = fit_plane(pts, (3.0, 0.0, 10.0)).us
     truth = 5 + 8 * 1024 / 1000
     assert abs(got - truth) / truth < 0.10     # neighbours are a factor of two away on each axis
     lo, hi = 5 + 8 * 512 / 1000, 5 + 8 * 2048 / 1000
@@ -32,7 +33,7 @@ def test_unseen_shape_between_two_measured_ones():
 
 def test_predictions_are_monotone_where_the_data_is():
     pts = grid(lambda b, kv: 5 + b * kv / 1000)
-    preds = [predict(pts, (4.0, 0.0, kv + 0.5)).us for kv in range(7, 14)]
+    preds = [fit_plane(pts, (4.0, 0.0, kv + 0.5)).us for kv in range(7, 14)]
     assert all(a < b for a, b in zip(preds, preds[1:]))
 
 
@@ -75,7 +76,7 @@ def test_past_the_measured_edge_a_loser_is_not_extrapolated_ahead():
             t.add(p, Timing(XQA, 100.0, 0.1, 0.003))
             t.add(p, Timing(TC, 100.0 * ratio, 0.1, 0.003))
     far = small(**SCOUT, batch_size=16, kv_len=2048)
-    pred = {x.pipeline.id: x.median_us for x in t.predicted(far)}
+    pred = {x.pipeline.id: x.median_us for x in Predictor().fit(t, H200).predict(far)}
     assert pred[TC.id] >= 1.09 * pred[XQA.id]       # no faster than measured nearby (1.1x)
     d = Dispatcher(t, H200).choose(far)
     assert d.source == "learned" and d.kernel == "trtllm-xqa"
@@ -85,28 +86,28 @@ def _row(p, pipe: Pipeline, us: float) -> dict:
     return {**p.to_dict(), **pipe.to_row(), "median_us": us, "spread_us": 0.5, "relerr": 0.003}
 
 
-def test_a_tactic_measured_at_a_smaller_problem_of_the_bucket_races_on_the_buckets_scale():
-    # the grid point (batch 4, kv 64k) and a tactic search at batch 3, kv 60000 share one bucket;
-    # at batch 3 the searched split (512) merely ties the default, 25% less work makes both faster
+def test_a_tactic_measured_beside_a_grid_point_races_on_its_scale():
+    # the grid point (batch 4, kv 60097, its cell's representative) and a tactic search at kv 60000
+    # share one cell; at 60000 the searched split (512) merely ties the default, and 0.2% less work
+    # makes both a little faster
     split = lambda n: Pipeline("fa2-tc", "bf16", "bf16", "bf16", tactic=(("fixed_split_size", n),))  # noqa: E731
     bf16 = dict(SCOUT, kv_dtype="bf16", out_dtype="bf16")
-    grid, searched = small(**bf16, batch_size=4, kv_len=65536), small(**bf16, batch_size=3, kv_len=60000)
-    assert searched.bucket() == grid
+    grid, searched = small(**bf16, batch_size=4, kv_len=60097), small(**bf16, batch_size=4, kv_len=60000)
+    assert searched.cell() == grid
     rows = [_row(grid, split(0), 250.0), _row(grid, split(1024), 275.0),
-            _row(searched, split(0), 175.0), _row(searched, split(512), 178.0)]
+            _row(searched, split(0), 240.0), _row(searched, split(512), 244.0)]
     t = Table.from_rows(rows)
     got = {x.pipeline.id: x.median_us for x in t.timings(grid)}
     assert got[split(0).id] == 250.0 and got[split(1024).id] == 275.0      # the grid point's own
-    assert math.isclose(got[split(512).id], 178.0 * 250 / 175)             # on the grid point's scale
+    assert math.isclose(got[split(512).id], 244.0 * 250 / 240)             # on the grid point's scale
     d = Dispatcher(t, H200).choose(searched)
     assert d.source == "measured" and d.pipeline == split(0).id
 
 
-def test_a_shape_measured_with_another_page_size_steers_the_prediction(monkeypatch):
+def test_a_shape_measured_with_another_page_size_steers_the_prediction():
     # page 16 everywhere but batch 2 / kv 2048: XQA 4% ahead at every neighbour. Page 32 shows the
     # same, except at batch 2 / kv 2048 itself, where FA2-TC is 1.3x faster: the page-16 decision
     # there follows the measured twin rather than the neighbours alone
-    import dispatcher.table as table
     t = Table()
     for page in (16, 32):
         for b in (1, 2, 4, 8):
@@ -120,8 +121,8 @@ def test_a_shape_measured_with_another_page_size_steers_the_prediction(monkeypat
     here = small(**SCOUT, page_size=16, batch_size=2, kv_len=2048)
     d = Dispatcher(t, H200).choose(here)
     assert d.source == "learned" and d.kernel == "fa2-tc"
-    monkeypatch.setattr(table, "TWIN_WEIGHT", 0.0)       # the neighbours alone: XQA
-    assert Dispatcher(t, H200).choose(here).kernel == "trtllm-xqa"
+    alone = PredictorConfig(twin_weight=0.0)               # the neighbours alone: XQA
+    assert Dispatcher(t, H200, predictor=alone).choose(here).kernel == "trtllm-xqa"
 
 
 def test_a_twin_that_ranked_the_neighbours_differently_is_left_out():

@@ -33,11 +33,14 @@ def test_frozen_hashable_and_aliases():
         a.batch_size = 3
 
 
-def test_bucket_rounds_sizes_up_to_powers_of_two():
+def test_a_cell_keeps_the_batch_and_snaps_lengths_to_an_eighth_of_an_octave():
     p = small(batch_size=12, kv_len=1900)
-    assert (p.bucket().batch_size, p.bucket().kv_len) == (16, 2048)
-    b = p.bucket()
-    assert b.bucket() is b
+    c = p.cell()
+    assert (c.batch_size, c.kv_len) == (12, 1878)              # not the power-of-two bucket (16, 2048)
+    assert c.cell() is c and small(kv_len=2048).cell().kv_len == 2048
+    assert p.cell_key() != small(batch_size=13, kv_len=1900).cell_key()    # every batch size is its own
+    # a cell spans 2^(1/16) either side of its representative, 4.4%: 1800 is in it, 1790 is not
+    assert small(batch_size=12, kv_len=1800).cell_key() == p.cell_key() != small(batch_size=12, kv_len=1790).cell_key()
 
 
 def test_from_dict_rejects_unknown_and_missing_fields():

@@ -78,7 +78,7 @@ while not os.path.exists(done) and time.time() < until:
     try:
         d = load(db, "cpu")
         t = d.table
-        for b, timings in t.by_bucket.items():
+        for b, timings in t.by_cell.items():
             assert len(timings) == 2, f"partial problem {b.key()}: {list(timings)}"
             d.choose(b)
         sizes.append(len(t))

@@ -31,6 +31,12 @@ class SizeGrid:
 FULL = SizeGrid(decode_batch=tuple(pow2_range(1, 512)), decode_kv=tuple(pow2_range(128, 131072)),
                 prefill_batch=(1, 4, 16), prefill_q=(128, 512, 2048, 8192),
                 prefill_prefix_factor=(1, 4), max_prefill_kv=32768, max_tokens=32768)
+# FULL's decode with the half-octave points between (batch 1.5 x 2^k, KV 2^(k+1/2), each on the decision
+# lattice of dispatcher.problem): 3.4x the decode points, for `--search adaptive` to choose from
+DENSE = SizeGrid(decode_batch=tuple(sorted({*pow2_range(1, 512), *(3 * b for b in pow2_range(1, 128))})),
+                 decode_kv=tuple(sorted({*pow2_range(128, 131072), *(round(2 ** (k + 0.5)) for k in range(7, 17))})),
+                 prefill_batch=(1, 2, 4, 8, 16), prefill_q=(128, 256, 512, 1024, 2048, 4096, 8192),
+                 prefill_prefix_factor=(1, 2, 4), max_prefill_kv=32768, max_tokens=32768)
 # small enough that a CPU sweep of llama4-scout takes under two minutes on two cores
 QUICK = SizeGrid(decode_batch=(1, 4, 16), decode_kv=(128, 512), prefill_batch=(1,), prefill_q=(64, 256),
                  prefill_prefix_factor=(1, 4), max_prefill_kv=1024, max_tokens=256)

@@ -14,7 +14,7 @@ from dispatcher.registry import KernelSpec, load_registry
 from dispatcher.schema import StoreError
 from dispatcher.store import default_path, environments, open_readonly
 
-from .grid import FULL, QUICK, problems
+from .grid import DENSE, FULL, QUICK, problems
 from .models import preset
 from .options import SweepOptions
 from .store import Store, is_shipped
@@ -23,7 +23,7 @@ from .timing import make_timer
 if TYPE_CHECKING:               # tuner.sweep imports torch: `tuner decide` and `tuner show` never need it
     from .sweep import SweepReport
 
-GRIDS = {"quick": QUICK, "full": FULL}
+GRIDS = {"quick": QUICK, "full": FULL, "dense": DENSE}
 
 
 def sweep_page_sizes() -> tuple[int, ...]:
@@ -51,7 +51,7 @@ class SweepRequest:
     kv_dtypes: tuple[str, ...] = ("bf16", "fp8")
     out_dtypes: tuple[str, ...] = ("bf16", "fp8")
     page_sizes: tuple[int, ...] | None = None
-    grid: str | None = None        # "quick" | "full"; None: full on a GPU, quick on the CPU
+    grid: str | None = None        # "quick" | "full" | "dense"; None: full on a GPU, quick on the CPU
     device: str = "auto"
     timing: str | None = None      # None: graph on CUDA, wall on the CPU
 
@@ -151,6 +151,7 @@ def _adaptive(probs, dev, store, db, timer, opts, registry, on_problem, budget, 
     """tuner/adaptive.py over this grid, each chosen batch swept into the store like a grid sweep,
     all in one worker (starting one per batch cost the H200 run 173 of its 268 s)."""
     from dispatcher.dispatch import read_table
+    from dispatcher.predictor import Predictor
 
     from .search.adaptive import adaptive_sweep
     from .sweep import SweepReport, isolated, run_sweep
@@ -164,6 +165,7 @@ def _adaptive(probs, dev, store, db, timer, opts, registry, on_problem, budget, 
         report.stopped_early = part.stopped_early
     try:
         adaptive_sweep(probs, measure, lambda: read_table(db, dev, timer.mode), budget, say,
+                       fit=lambda t: Predictor().fit(t, dev), between=True,
                        stopped=lambda: report.stopped_early)
     finally:
         if measurer is not None:

@@ -105,7 +105,7 @@ def export_vllm_json(db, out_dir: Path, device: str | None = None) -> list[Path]
     for name in [device] if device else names:
         d = load(db, name)
         configs: dict[str, dict] = {}
-        for b in sorted(d.table.by_bucket, key=lambda b: b.key()):
+        for b in sorted(d.table.by_cell, key=lambda b: b.key()):
             dec = d.choose(b)
             cfg = (f"phase={b.phase},num_qo_heads={b.num_qo_heads},num_kv_heads={b.num_kv_heads},"
                    f"head_dim={b.head_dim},page_size={b.page_size},q_dtype={b.q_dtype},"

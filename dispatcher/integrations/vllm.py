@@ -18,7 +18,7 @@ from typing import Any
 
 from ..decision import Decision
 from ..dispatch import Dispatcher, load
-from ..problem import AttentionProblem, next_pow2
+from ..problem import AttentionProblem, size_cell
 
 TRTLLM_KERNELS = frozenset({"trtllm-xqa", "trtllm-gen", "trtllm-fmha-v2"})
 PATCHED_MODULES = ("vllm.utils.flashinfer", "vllm.v1.attention.backends.flashinfer")
@@ -63,7 +63,7 @@ def _is_fp8(dtype: object) -> bool:
 
 def _decision(num_qo_heads: int, num_kv_heads: int, num_tokens: int, max_seq_len: int, kv_cache_dtype: str,
               is_prefill: bool, has_sinks: bool) -> Decision | None:
-    key = (num_qo_heads, num_kv_heads, next_pow2(max(1, num_tokens)), next_pow2(max(1, max_seq_len)),
+    key = (num_qo_heads, num_kv_heads, size_cell(max(1, num_tokens)), size_cell(max(1, max_seq_len)),
            kv_cache_dtype, is_prefill, has_sinks)
     if key in _answers:
         return _answers[key]

@@ -9,12 +9,13 @@ from collections import defaultdict
 
 from dispatcher import store
 from dispatcher.device import DeviceInfo
-from dispatcher.dispatch import Dispatcher, default_timing_mode, device_of, read_table
+from dispatcher.dispatch import Dispatcher, default_timing_mode, device_of, read_rows, read_table
 from dispatcher.pipeline import candidates
 from dispatcher.policy import max_relerr
+from dispatcher.predictor import Predictor, PredictorConfig
 from dispatcher.registry import load_registry
 from dispatcher.rules import RULES, rule_pick
-from dispatcher.table import Table, Timing, noise_us
+from dispatcher.table import Table, Timing, measured_problems, noise_us, rank
 
 
 def geomean(xs: list[float]) -> float:
@@ -59,87 +60,134 @@ def load_table(db, device: str | None) -> tuple[Table, DeviceInfo]:
 
 
 def evaluate(db=None, device: str | None = None, holdout: float = 0.2, seed: int = 0,
-             methods=("learned", "nearest")) -> dict:
+             methods=("learned", "nearest"), config: PredictorConfig | None = None) -> dict:
+    """The grid hold-out: a random `holdout` of the measured cells is left out of the fit and scored."""
     full, dev = load_table(db, device)
-    buckets = _buckets(full, dev, db)
+    cells = _cells(full, dev, db)
     rng = random.Random(seed)
-    held = set(rng.sample(buckets, max(1, round(holdout * len(buckets)))))
-    train = subset(full, [b for b in buckets if b not in held])
-    configs = score(train, full, held, dev, methods)
-    return {"device": dev.name, "buckets": len(buckets), "held_out": len(held), "seed": seed,
+    held = set(rng.sample(cells, max(1, round(holdout * len(cells)))))
+    train = full.subset([c for c in cells if c not in held])
+    configs = score(train, _as_measured(full, held), dev, methods, config)
+    return {"device": dev.name, "cells": len(cells), "held_out": len(held), "seed": seed,
             "configs": configs, "overall": overall(configs),
             "oracle_vs_rules": oracle_vs_rules(full, dev, load_registry())}
 
 
+def evaluate_between(db=None, device: str | None = None, methods=("learned", "rounded"),
+                     config: PredictorConfig | None = None) -> dict:
+    """Between grid points, on measured truth: fit on every other measured size of each family
+    (batch, q_len and kv_len values of even index), score on the shapes with any size between them.
+    "rounded" answers as a bucketed table does: the winner measured at the shape's sizes rounded up to
+    the next fitted ones."""
+    full, dev = load_table(db, device)
+    cells = _cells(full, dev, db)
+    train, held = [], []
+    for fam in full.by_family.values():
+        index = [{v: i for i, v in enumerate(sorted({getattr(c, f) for c in fam}))}
+                 for f in ("batch_size", "q_len", "kv_len")]
+        for c in fam:
+            odd = any(ix[getattr(c, f)] % 2 for ix, f in zip(index, ("batch_size", "q_len", "kv_len")))
+            (held if odd else train).append(c)
+    fitted = full.subset(train)
+    configs = score(fitted, _as_measured(full, set(held)), dev, methods, config)
+    return {"device": dev.name, "cells": len(cells), "fitted": len(train), "held_out": len(held),
+            "configs": configs, "overall": overall(configs)}
+
+
+def evaluate_offgrid(db, offgrid_db, device: str | None = None, methods=("learned",),
+                     config: PredictorConfig | None = None) -> dict:
+    """Off the grid: fit on `db` (a heuristics.db), choose for each problem measured in `offgrid_db` (a
+    seeded set of serving-like shapes, benchmarks/offgrid.py) exactly as asked, and score the choice
+    with the times measured there."""
+    full, dev = load_table(db, device)
+    if not store.default_path(offgrid_db).exists():
+        raise ValueError(f"{store.default_path(offgrid_db)} does not exist; measure an off-grid set into it "
+                         "first (benchmarks/offgrid.py)")
+    measured = measured_problems(read_rows(offgrid_db, dev, default_timing_mode(dev)))
+    if not measured:
+        raise ValueError(f"no ok measurements for {dev.name} in {store.default_path(offgrid_db)}")
+    configs = score(full, measured, dev, methods, config)
+    return {"device": dev.name, "offgrid_db": str(offgrid_db), "problems": len(measured),
+            "configs": configs, "overall": overall(configs)}
+
+
 def evaluate_adaptive(db=None, device: str | None = None, fraction: float = 1 / 3, seed: int = 0,
-                      methods=("learned",)) -> dict:
-    """Adaptive sampling replayed on a measured grid: the search picks which buckets to "measure"
+                      methods=("learned",), config: PredictorConfig | None = None) -> dict:
+    """Adaptive sampling replayed on a measured grid: the search picks which cells to "measure"
     (their stored timings are revealed to it), the model fits on those, and it is scored on every
-    bucket it did not pick. A uniform random sample of the same size is scored beside it."""
+    cell it did not pick. A uniform random sample of the same size is scored beside it."""
     from ..search.adaptive import adaptive_sweep
     full, dev = load_table(db, device)
-    buckets = _buckets(full, dev, db)
+    cells = _cells(full, dev, db)
     train = Table()
 
     def reveal(ps):
-        for b in ps:
-            for t in full.timings(b):
-                train.add(b, t)
-    picked = adaptive_sweep(buckets, reveal, lambda: train, fraction)
-    held = set(buckets) - set(picked)
+        for c in ps:
+            for t in full.timings(c):
+                train.add(c, t)
+    predictor = Predictor(config)
+    picked = adaptive_sweep(cells, reveal, lambda: train, fraction, fit=lambda t: predictor.fit(t, dev))
+    held = set(cells) - set(picked)
     rng = random.Random(seed)
-    rand = set(rng.sample(buckets, len(picked)))
-    adaptive = score(train, full, held, dev, methods)
-    randomly = score(subset(full, sorted(rand, key=lambda b: b.key())), full, set(buckets) - rand, dev, methods)
-    return {"device": dev.name, "buckets": len(buckets), "measured": len(picked), "fraction": fraction,
+    rand = set(rng.sample(cells, len(picked)))
+    adaptive = score(train, _as_measured(full, held), dev, methods, config)
+    randomly = score(full.subset(sorted(rand, key=lambda c: c.key())), _as_measured(full, set(cells) - rand), dev,
+                     methods, config)
+    return {"device": dev.name, "cells": len(cells), "measured": len(picked), "fraction": fraction,
             "seed": seed, "adaptive": adaptive, "random": randomly,
             "adaptive_overall": overall(adaptive), "random_overall": overall(randomly)}
 
 
-def evaluate_trained(db, train_db, device: str | None = None, methods=("learned",)) -> dict:
-    """Fit on another database's measurements (an adaptive sweep), score on every bucket of `db`
+def evaluate_trained(db, train_db, device: str | None = None, methods=("learned",),
+                     config: PredictorConfig | None = None) -> dict:
+    """Fit on another database's measurements (an adaptive sweep), score on every cell of `db`
     that it did not measure, in the configurations it covers."""
     full, dev = load_table(db, device)
     train, _ = load_table(train_db, dev.name)
-    buckets = _buckets(full, dev, db)
-    held = {b for b in buckets if b not in train.by_bucket and b.family() in train.by_family}
-    return {"device": dev.name, "buckets": len(buckets), "measured": len(train.by_bucket), "held_out": len(held),
-            "train_db": str(train_db), "configs": (configs := score(train, full, held, dev, methods)),
+    cells = _cells(full, dev, db)
+    held = {c for c in cells if c not in train.by_cell and c.family() in train.by_family}
+    return {"device": dev.name, "cells": len(cells), "measured": len(train.by_cell), "held_out": len(held),
+            "train_db": str(train_db), "configs": (configs := score(train, _as_measured(full, held), dev, methods,
+                                                                     config)),
             "overall": overall(configs)}
 
 
-def _buckets(full: Table, dev, db) -> list:
-    buckets = sorted(full.by_bucket, key=lambda b: b.key())
-    if not buckets:
+def _cells(full: Table, dev: DeviceInfo, db) -> list:
+    cells = sorted(full.by_cell, key=lambda c: c.key())
+    if not cells:
         raise ValueError(f"no ok measurements for {dev.name} in {store.default_path(db)}")
-    return buckets
+    return cells
 
 
-def subset(full: Table, buckets) -> Table:
-    t = Table()
-    for b in buckets:
-        for x in full.timings(b):
-            t.add(b, x)
-    return t
+def _as_measured(full: Table, cells: set) -> dict:
+    """The held-out cells with their measured timings, as score() takes them."""
+    return {c: full.by_cell[c] for c in cells}
 
 
-def score(train: Table, full: Table, held: set, dev, methods) -> dict:
-    """Per configuration: regret of each method's choice on the held-out buckets, and its speedup
-    over the rules, from the measured times there."""
+def score(train: Table, held: dict, dev: DeviceInfo, methods, config: PredictorConfig | None = None) -> dict:
+    """Per configuration: regret of each method's choice on the held-out problems (problem -> its
+    measured timings by pipeline), and its speedup over the rules, from the measured times there."""
     registry = load_registry()
-    choosers = {m: Dispatcher(train, dev, registry, learned=(m == "learned")) for m in methods}
+    choosers = {m: Dispatcher(train, dev, registry, learned=(m == "learned"), predictor=config)
+                for m in methods if m != "rounded"}
     rows = defaultdict(lambda: defaultdict(list))
     for b in sorted(held, key=lambda b: b.key()):
         budget = max_relerr(b.kv_dtype, b.out_dtype)
-        measured = {t.pipeline.id: t for t in full.timings(b) if t.relerr is None or t.relerr <= budget}
+        measured = {pid: t for pid, t in held[b].items() if t.relerr is None or t.relerr <= budget}
         if not measured:
             continue
         oracle = min(measured.values(), key=lambda t: t.median_us)
         cands = candidates(registry, b, dev)
         rule_t = {r: measured.get(getattr(rule_pick(r, b, dev, registry, cands)[0], "id", None)) for r in RULES}
         g = rows[config_of(b)]
-        for m, d in choosers.items():
-            chosen = measured.get(d.choose(b).pipeline)
+        for m in methods:
+            if m == "rounded":
+                pid = rounded_choice(train, b, budget)
+            else:
+                dec = choosers[m].choose(b)
+                pid = dec.pipeline
+                g[f"{m}:source:{dec.source}"].append(1)
+            chosen = measured.get(pid) if pid else None
             if chosen is None:
                 g[f"{m}:unmeasured"].append(1)
                 continue
@@ -151,6 +199,18 @@ def score(train: Table, full: Table, held: set, dev, methods) -> dict:
                     if chosen.median_us - rt.median_us > noise_us(chosen, rt):
                         g[f"{m}:slower:{r}"].append(chosen.median_us / rt.median_us)
     return {c: summarize(g, methods) for c, g in sorted(rows.items())}
+
+
+def rounded_choice(train: Table, p, budget: float) -> str | None:
+    """What a table bucketed by rounding sizes up answers: the winner measured at the smallest fitted
+    sizes at or above p's (each size separately), else at the largest below."""
+    fam = train.by_family.get(p.family(), [])
+    ups = [c for c in fam if c.batch_size >= p.batch_size and c.q_len >= p.q_len and c.kv_len >= p.kv_len]
+    pick = min(ups, key=lambda c: (c.batch_size, c.q_len, c.kv_len), default=None)
+    if pick is None:
+        pick = max(fam, key=lambda c: (c.batch_size, c.q_len, c.kv_len), default=None)
+    r = rank(train.timings(pick), budget) if pick is not None else None
+    return r.winner.pipeline.id if r else None
 
 
 WORST = 3     # held-out shapes listed per configuration: where the model misses, to look at
@@ -169,7 +229,8 @@ def summarize(g, methods) -> dict:
         worst = sorted((x for x in g[f"{m}:misses"] if x["regret"] > 1.0), key=lambda x: -x["regret"])[:WORST]
         out[m] = {"n": len(reg), "regret_geomean": geomean(reg), "regret_p95": p95(reg),
                   "regret_max": max(reg, default=float("nan")), "unmeasured_choice": len(g[f"{m}:unmeasured"]),
-                  "worst": worst,
+                  "worst": worst, "sources": {k.split(":")[-1]: len(v) for k, v in g.items()
+                                              if k.startswith(f"{m}:source:")},
                   **{f"speedup_vs_{r}": geomean(g[f"{m}:vs:{r}"]) for r in RULES},
                   **{f"slower_than_{r}": len(g[f"{m}:slower:{r}"]) for r in RULES},
                   **{f"worst_vs_{r}": max(g[f"{m}:slower:{r}"], default=1.0) for r in RULES}}
@@ -177,9 +238,9 @@ def summarize(g, methods) -> dict:
 
 
 def oracle_vs_rules(full: Table, dev, registry) -> dict:
-    """On every measured bucket: how much faster the best pipeline is than each rule's pick."""
+    """On every measured cell: how much faster the best pipeline is than each rule's pick."""
     acc = defaultdict(lambda: defaultdict(list))
-    for b in full.by_bucket:
+    for b in full.by_cell:
         budget = max_relerr(b.kv_dtype, b.out_dtype)
         measured = {t.pipeline.id: t for t in full.timings(b) if t.relerr is None or t.relerr <= budget}
         if not measured:

@@ -30,7 +30,7 @@ def collect(table, dev, rule: str = DEFAULT_RULE) -> dict[str, dict]:
     """Per configuration: {(row, kv): (winner, speedup over the rule, fused-out gain or None)}."""
     registry = load_registry()
     out: dict[str, dict] = defaultdict(dict)
-    for b in table.by_bucket:
+    for b in table.by_cell:
         budget = max_relerr(b.kv_dtype, b.out_dtype)
         ok = {t.pipeline.id: t for t in table.timings(b) if t.relerr is None or t.relerr <= budget}
         if not ok:

@@ -24,7 +24,7 @@ def winner_maps(db=None, device: str | None = None) -> str:
     table, dev = load_table(db, device)
     d = Dispatcher(table, dev)
     grids: dict[str, dict] = defaultdict(dict)
-    for b in table.by_bucket:
+    for b in table.by_cell:
         row = f"b={b.batch_size}" if b.phase == "decode" else f"b={b.batch_size} q={b.q_len}"
         grids[config_of(b)][(b.batch_size, b.q_len, row, b.kv_len)] = short(d.choose(b).pipeline)
     out = [f"Winners on {dev.name} ('·f' = the kernel writes FP8 itself, fused out-quant)."]

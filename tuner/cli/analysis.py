@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.markup import escape
@@ -14,26 +14,39 @@ from .app import Db, Dev, app, friendly, out, require_db
 @app.command()
 @friendly
 def evaluate(db: Db = None, device: Dev = None,
-             holdout: Annotated[float, typer.Option(help="fraction of measured buckets held out")] = 0.2,
+             holdout: Annotated[float, typer.Option(help="fraction of measured cells held out")] = 0.2,
              seed: Annotated[int, typer.Option()] = 0,
              as_json: Annotated[bool, typer.Option("--json")] = False,
+             offgrid: Annotated[Optional[str], typer.Option(
+                 help="score --db's decisions on the off-grid shapes measured in this database "
+                      "(benchmarks/offgrid.py), each asked as it is")] = None,
+             between: Annotated[bool, typer.Option(
+                 "--between", help="fit on every other measured size, score between them, beside the bucketed "
+                                   "answer (the winner at the sizes rounded up)")] = False,
+             predictor_config: Annotated[Optional[str], typer.Option(
+                 help="a JSON file of the learned model's settings (dispatcher.predictor.PredictorConfig)")] = None,
              train: Annotated[Optional[str], typer.Option(help="fit on this database (e.g. an adaptive sweep's) and "
-                                                               "score on every bucket of --db it lacks")] = None,
+                                                               "score on every cell of --db it lacks")] = None,
              adaptive: Annotated[Optional[float], typer.Option(help="replay an adaptive search measuring this "
-                                                                    "fraction of --db's buckets; score on the rest, "
+                                                                    "fraction of --db's cells; score on the rest, "
                                                                     "beside a random sample of the same size")] = None):
-    """Regret on held-out measured shapes (chosen / best time) and speedup over the built-in rules.
+    """Regret (chosen / best time) and speedup over the built-in rules: on held-out measured shapes,
+    between grid points (--between), or on a measured off-grid set (--offgrid).
 
-    Example: tuner evaluate --device "NVIDIA H200" --holdout 0.2 --seed 0
+    Example: tuner evaluate --device "NVIDIA H200" --offgrid benchmarks/results/offgrid/offgrid.db
     """
-    from ..analysis.evaluate import evaluate as run_eval
+    from dispatcher.predictor import PredictorConfig
+
+    from ..analysis import evaluate as ev
     if not 0 < holdout < 1:
         raise ValueError(f"--holdout {holdout} is out of range; use a fraction between 0 and 1, e.g. 0.2")
+    if sum(x is not None and x is not False for x in (offgrid, between or None, train, adaptive)) > 1:
+        raise ValueError("give one of --offgrid, --between, --train, --adaptive")
     require_db(db)
+    config = PredictorConfig.from_file(predictor_config) if predictor_config else None
     if train is not None or adaptive is not None:
-        from ..analysis.evaluate import evaluate_adaptive, evaluate_trained
-        res = (evaluate_trained(db, train, device) if train is not None
-               else evaluate_adaptive(db, device, adaptive, seed))
+        res = (ev.evaluate_trained(db, train, device, config=config) if train is not None
+               else ev.evaluate_adaptive(db, device, adaptive, seed, config=config))
         for name in ("configs", "adaptive", "random"):
             if name in res:
                 res[name] = {c: v["learned"] for c, v in res[name].items()}
@@ -42,12 +55,23 @@ def evaluate(db: Db = None, device: Dev = None,
                 res[name] = res[name]["learned"]
         print(json.dumps(res, indent=1))
         return
-    res = run_eval(db, device, holdout, seed)
+    if offgrid is not None:
+        res = ev.evaluate_offgrid(db, offgrid, device, config=config)
+        title = f"{res['device']}: {res['problems']} off-grid problems measured in {offgrid}"
+    elif between:
+        res = ev.evaluate_between(db, device, config=config)
+        title = f"{res['device']}: fitted on {res['fitted']} cells, scored on the {res['held_out']} between them"
+    else:
+        res = ev.evaluate(db, device, holdout, seed, config=config)
+        title = f"{res['device']}: {res['held_out']} of {res['cells']} measured cells held out (seed {seed})"
     if as_json:
         print(json.dumps(res, indent=1))
         return
-    t = RichTable(title=f"{res['device']}: {res['held_out']} of {res['buckets']} measured buckets held out (seed "
-                        f"{seed})")
+    _print_scores(title, res)
+
+
+def _print_scores(title: str, res: dict[str, Any]) -> None:
+    t = RichTable(title=title)
     for c in ("configuration", "method", "n", "regret gm", "p95", "max", "vs vllm-2026", "vs vllm-2025",
               "slower than a rule"):
         t.add_column(c)
@@ -59,11 +83,13 @@ def evaluate(db: Db = None, device: Dev = None,
                       f"{v['slower_than_vllm-2026'] + v['slower_than_vllm-2025']}")
     out.print(t)
     for m, v in res["overall"].items():
-        out.print(f"all held-out shapes, {m}: regret gm {v['regret_geomean']:.4f} over {v['n']}, max "
-                  f"{v['regret_max']:.3f}; "
-                  f"{v['configs_within_target']} of {v['configs']} configurations within {v['target']}", soft_wrap=True)
+        out.print(f"all scored shapes, {m}: regret gm {v['regret_geomean']:.4f} over {v['n']}, max "
+                  f"{v['regret_max']:.3f}; {v['configs_within_target']} of {v['configs']} configurations within "
+                  f"{v['target']}", soft_wrap=True)
     _print_worst(res["configs"])
-    o = RichTable(title="best measured pipeline vs each rule's pick, all measured buckets (time ratio)")
+    if "oracle_vs_rules" not in res:
+        return
+    o = RichTable(title="best measured pipeline vs each rule's pick, all measured cells (time ratio)")
     for c in ("configuration", "vllm-2026 gm", "max", "vllm-2025 gm", "max"):
         o.add_column(c)
     for cfg, r in res["oracle_vs_rules"].items():

@@ -30,6 +30,8 @@ def sweep(
     db: Db = None,
     quick: Annotated[bool, typer.Option("--quick", help="a small grid (the default on the CPU)")] = False,
     full: Annotated[bool, typer.Option("--full", help="the full grid (the default on a GPU)")] = False,
+    dense: Annotated[bool, typer.Option("--dense", help="the full grid with the half-octave sizes between (3.4x "
+                                                        "the decode points: for --search adaptive)")] = False,
     timing: Annotated[Optional[str], typer.Option(help="graph | eager on CUDA (default graph); the CPU uses "
                                                        "wall")] = None,
     max_relerr: Annotated[Optional[float], typer.Option(help="accuracy budget for every pipeline (default: per "
@@ -63,8 +65,8 @@ def sweep(
 
     Example: tuner sweep --model llama4-scout --device cuda
     """
-    if quick and full:
-        raise typer.BadParameter("give --quick or --full, not both")
+    if quick + full + dense > 1:
+        raise typer.BadParameter("give one of --quick, --full, --dense")
     if search not in ("grid", "adaptive"):
         raise typer.BadParameter(f"--search {search!r} is not grid or adaptive")
     if not 0 < budget <= 1:
@@ -76,7 +78,8 @@ def sweep(
     req = library.SweepRequest(
         model=model, tps=csv(tp, int, "--tp"), phases=csv(phases, name="--phases"),
         kv_dtypes=csv(kv_dtypes, name="--kv-dtypes"), out_dtypes=csv(out_dtypes, name="--out-dtypes"),
-        page_sizes=csv(page_sizes, int, "--page-sizes"), grid="quick" if quick else "full" if full else None,
+        page_sizes=csv(page_sizes, int, "--page-sizes"),
+        grid="quick" if quick else "full" if full else "dense" if dense else None,
         device=device or "auto", timing=timing)
     import time
     opts = SweepOptions(max_relerr=max_relerr, retry_failed=retry_failed, isolate=isolate,

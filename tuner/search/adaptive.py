@@ -9,15 +9,20 @@ Per family:
 - refine: the unmeasured point whose nearest measured neighbours disagree on the winner, or where
   the learned model's best two pipelines are predicted within noise of each other, is measured
   next (a few at a time, refitting in between); the farthest from anything measured breaks ties.
+  With `between`, the points considered include shapes off the grid's lattice: the cell halfway
+  (in log size) between two measured neighbours along one axis whose winners differ, where the
+  crossover lies.
 Measuring is the caller's: `measure(problems)` runs them (a sweep on the GPU, or a replay)."""
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import defaultdict
 from collections.abc import Callable
 
 from dispatcher.policy import max_relerr
-from dispatcher.problem import AttentionProblem
+from dispatcher.predictor import FittedModel, Predictor
+from dispatcher.problem import AttentionProblem, cell_size, size_cell
 from dispatcher.table import Table, rank
 
 NEIGHBOURS = 4        # measured neighbours whose winners are compared
@@ -44,13 +49,13 @@ def farthest_first(points: list[AttentionProblem], n: int) -> list[AttentionProb
     return chosen[:n]
 
 
-def doubt(p: AttentionProblem, table: Table) -> tuple:
+def doubt(p: AttentionProblem, model: FittedModel) -> tuple[bool, bool, float, float]:
     """Sort key, most doubtful first: (neighbours disagree, predicted margin within noise, -margin,
     distance to the nearest measured point)."""
     budget = max_relerr(p.kv_dtype, p.out_dtype)
-    near = table.neighbours(p)[:NEIGHBOURS]
-    winners = {r.winner.pipeline.id for b in near if (r := rank(table.timings(b), budget))}
-    pred = rank(table.predicted(p), budget)
+    near = model.neighbours(p)[:NEIGHBOURS]
+    winners = {r.winner.pipeline.id for b in near if (r := rank(model.table.timings(b), budget))}
+    pred = rank(model.predict(p), budget)
     margin, within = math.inf, False
     if pred is not None and pred.runner_up is not None:
         w, ru = pred.winner, pred.runner_up
@@ -76,10 +81,50 @@ def allocate(sizes: dict[tuple, int], total: int) -> dict[tuple, int]:
     return share
 
 
+def midpoint(a: AttentionProblem, b: AttentionProblem) -> AttentionProblem | None:
+    """The cell halfway between two shapes that differ along one size (log scale), or None when
+    they are adjacent cells already or differ along more than one."""
+    da, db = (a.batch_size, a.q_len, a.kv_len), (b.batch_size, b.q_len, b.kv_len)
+    axes = [i for i in range(3) if da[i] != db[i]]
+    if len(axes) != 1:
+        return None
+    i = axes[0]
+    if i == 0:
+        mid = round(math.sqrt(da[0] * db[0]))
+    else:
+        mid = cell_size((size_cell(da[i]) + size_cell(db[i])) // 2)
+    if mid in (da[i], db[i]):
+        return None
+    sizes = list(da)
+    sizes[i] = mid
+    return dataclasses.replace(a, batch_size=sizes[0], q_len=sizes[1], kv_len=max(sizes[2], sizes[1]))
+
+
+def crossovers(model: FittedModel, family: list[AttentionProblem]) -> list[AttentionProblem]:
+    """Midpoints between neighbouring measured shapes of a family whose measured winners differ."""
+    cells = [c for c in family if c in model.table.by_cell]
+    if not cells:
+        return []
+    budget = max_relerr(cells[0].kv_dtype, cells[0].out_dtype)
+    won = {c: r.winner.pipeline.id for c in cells if (r := rank(model.table.timings(c), budget))}
+    out = []
+    for a in cells:
+        for b in model.neighbours(a)[1:NEIGHBOURS + 1]:
+            if a in won and b in won and won[a] != won[b] and (m := midpoint(a, b)) is not None:
+                out.append(m)
+    return sorted(set(out), key=lambda p: p.key())
+
+
+def default_fit(table: Table) -> FittedModel:
+    return Predictor().fit(table, None)
+
+
 def adaptive_sweep(grid: list[AttentionProblem], measure: Callable[[list[AttentionProblem]], None],
                    measured: Callable[[], Table], fraction: float = 1 / 3,
                    say: Callable[[str], None] = lambda m: None,
-                   stopped: Callable[[], bool] = lambda: False) -> list[AttentionProblem]:
+                   stopped: Callable[[], bool] = lambda: False,
+                   fit: Callable[[Table], FittedModel] = default_fit,
+                   between: bool = False) -> list[AttentionProblem]:
     """Measure at most ceil(fraction x |grid|) points of `grid`, shared between its families (see
     allocate); returns the points chosen, in order. `measured()` reads back what the store holds
     (the table the model fits); `stopped()` says the measuring stopped early (a deadline, a cancel):
@@ -94,16 +139,19 @@ def adaptive_sweep(grid: list[AttentionProblem], measure: Callable[[list[Attenti
     for fam, pts in families.items():
         budget = budgets[fam]
         held = measured()
-        done = [p for p in pts if held.timings(p.bucket())]          # a resumed search counts them
+        done = [p for p in pts if held.timings(p.cell())]            # a resumed search counts them
         coarse = [p for p in farthest_first(pts, max(1, budget // 2)) if p not in done]
         measure(coarse)
         chosen = done + coarse
         while len(chosen) < budget and not stopped():
-            table = measured()
+            model = fit(measured())
             rest = [p for p in pts if p not in chosen]
+            if between:
+                rest += [m for m in crossovers(model, model.table.by_family.get(fam, [])) if m not in chosen + rest]
             if not rest:
                 break
-            nxt = sorted(rest, key=lambda p: doubt(p.bucket(), table), reverse=True)[:min(STEP, budget - len(chosen))]
+            ranked = sorted(rest, key=lambda p: doubt(p.cell(), model), reverse=True)
+            nxt = ranked[:min(STEP, budget - len(chosen))]
             measure(nxt)
             chosen += nxt
         if stopped():

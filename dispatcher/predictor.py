@@ -1,0 +1,256 @@
+"""The learned model: each pipeline's time at an unmeasured shape, from the measured table.
+
+Settings live in one value (PredictorConfig, a JSON file for `tuner evaluate --predictor-config`);
+`Predictor(config).fit(table, device)` gives a FittedModel whose estimators can be called alone:
+
+- level(p):     the fastest pipeline's time, a local plane through the fastest measured times;
+- plane(p):     each pipeline's time over the fastest, a local plane through those ratios, kept within
+                the ratios measured nearby (a plane extrapolates at the grid's edge);
+- twin(p):      the same ratios measured at p's sizes with another page size, where they ranked the
+                nearest measured shapes as p's own family did;
+- kv_line(p):   decode at long KV: each pipeline's time on the straight line in KV length through its
+                times at the measured KV lengths either side, at p's batch size;
+- between_rows(p): for a batch size never measured, each pipeline's time in the measured batch
+                sizes either side (each within its own row, by the estimators above), interpolated
+                in log time over log batch (with between_rows on).
+
+One rule combines them (FittedModel.predict): between_rows' times where it applies; else a
+pipeline's time is kv_line's where kv_line covers it; else level x its ratio, the ratio being
+plane's blended with twin's (weight twin_weight, in log space) where the twin agrees, else plane's
+alone; never below level.
+
+Neighbours are found in feature space (features): log2 of the sizes, a decode batch step weighed
+batch_step times a KV step, and hardware terms from the device's SM count, so that shapes either
+side of a change in how the kernels split their work are farther apart. Pure Python; it runs once
+per decided cell, never on choose()'s hot path."""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+from .device import DeviceInfo
+from .model import fit_plane
+from .problem import AttentionProblem
+from .table import Table, Timing, ratios
+
+Features = tuple[float, ...]
+RISING = (True, True, True, False, True)     # per feature: does time rise with it (see features)
+
+
+@dataclass(frozen=True)
+class PredictorConfig:
+    """Every setting of the learned model. The defaults were picked on two H200 grids (2026-12-03c,
+    -04b) and are reported on three others (benchmarks/results/predictor-2026-12-05/)."""
+    k_nearest: int = 6            # measured points a local plane is fitted through
+    ridge: float = 1e-3           # so that a size that does not vary (q_len in decode) costs nothing
+    support_near: int = 3         # nearest measured shapes a pipeline must mostly have run at
+    batch_step: float = 2.0       # decode: one octave of batch counts as this many octaves of KV
+    split_weight: float = 1.0     # decode: log2(SMs / (batch x KV heads)) above 1, the kernels' split-KV room
+    wave_weight: float = 1.0      # decode: log2(batch x KV heads / SMs) above 1, the waves of work
+    twin_weight: float = 0.5      # weight of the page-size twin's ratio, where it agrees
+    twin_agree: float = 0.1       # mean |log ratio difference| at the nearest shapes for it to agree
+    twin_check: int = 6           # nearest measured shapes that check it
+    kv_line_from: int = 8192      # the shorter bracketing KV length: below it launch costs bend the line
+    kv_line_span: int = 8         # the longer one at most this many times the shorter
+    between_rows: int = 0         # 1: a batch size never measured is read between the measured ones either side
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PredictorConfig:
+        known = {f.name: f.type for f in fields(cls)}
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise ValueError(f"predictor setting {unknown[0]!r} is unknown; the settings are {', '.join(known)}")
+        defaults = cls()
+        for k, v in data.items():
+            want = type(getattr(defaults, k))
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or (want is int and not float(v).is_integer()):
+                raise ValueError(f"predictor setting {k}={v!r} is not a{'n integer' if want is int else ' number'}")
+        values: dict[str, Any] = {k: want_cast(getattr(defaults, k), v) for k, v in data.items()}
+        return replace(defaults, **values)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> PredictorConfig:
+        try:
+            data = json.loads(Path(path).read_text())
+        except OSError as e:
+            raise ValueError(f"predictor config {str(path)!r} cannot be read ({e.strerror})") from None
+        except json.JSONDecodeError as e:
+            raise ValueError(f"predictor config {str(path)!r} is not JSON ({e.msg})") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"predictor config {str(path)!r} is not a JSON object of settings")
+        return cls.from_dict(data)
+
+
+def want_cast(default: object, value: float) -> int | float:
+    return int(value) if isinstance(default, int) else float(value)
+
+
+def features(p: AttentionProblem, config: PredictorConfig, sm_count: int) -> Features:
+    """Where a shape sits for the neighbour search and the local planes."""
+    b, q, kv = math.log2(p.batch_size), math.log2(p.q_len), math.log2(p.kv_len)
+    if p.phase != "decode":
+        return b, q, kv
+    ctas = math.log2(p.batch_size * p.num_kv_heads / sm_count) if sm_count else 0.0
+    return (config.batch_step * b, q, kv, config.split_weight * max(0.0, -ctas - 1.0),
+            config.wave_weight * max(0.0, ctas - 1.0))
+
+
+class Predictor:
+    def __init__(self, config: PredictorConfig | None = None):
+        self.config = config or PredictorConfig()
+
+    def fit(self, table: Table, device: DeviceInfo | None) -> FittedModel:
+        """The model fitted to `table`; `device` gives the SM count the hardware features use (None:
+        unknown, those features are left out)."""
+        return FittedModel(table, self.config, device.sm_count if device else 0)
+
+
+class FittedModel:
+    """The model fitted to one table (the features of every measured cell, computed once)."""
+
+    def __init__(self, table: Table, config: PredictorConfig, sm_count: int):
+        self.table, self.config, self.sm_count = table, config, sm_count
+        self._x: dict[AttentionProblem, Features] = {
+            c: features(c, config, sm_count) for cells in table.by_family.values() for c in cells}
+
+    def x(self, p: AttentionProblem) -> Features:
+        got = self._x.get(p)
+        return got if got is not None else features(p, self.config, self.sm_count)
+
+    def neighbours(self, p: AttentionProblem) -> list[AttentionProblem]:
+        """Measured cells of p's family, nearest first in feature space."""
+        here = self.x(p)
+        cells = self.table.by_family.get(p.family(), [])
+        return sorted(cells, key=lambda c: (math.dist(self._x[c], here), self._x[c]))
+
+    # -- the estimators ---------------------------------------------------------------------------
+    def level(self, p: AttentionProblem) -> float | None:
+        """The fastest pipeline's time at p."""
+        fam = self.table.by_family.get(p.family(), [])
+        pts = [(self._x[c], min(t.median_us for t in self.table.by_cell[c].values())) for c in fam]
+        here = self.x(p)
+        rising = RISING[: len(here)]               # the split term falls as the batch grows
+        fit = fit_plane(pts, here, self.config.k_nearest, self.config.ridge, monotone=rising)
+        return fit.us if fit else None
+
+    def plane(self, p: AttentionProblem) -> dict[str, tuple[float, list[tuple[Timing, float]]]]:
+        """Each pipeline's ratio to the fastest at p, with the measured (timing, ratio) pairs it used;
+        only pipelines that ran at most of the nearest measured shapes."""
+        fam = self.table.by_family.get(p.family(), [])
+        here, cfg = self.x(p), self.config
+        close = self.neighbours(p)[: cfg.support_near]
+        need = (len(close) + 1) // 2
+        by_pipe: dict[str, list[tuple[Features, Timing, float]]] = {}
+        for c in fam:
+            r = ratios(self.table.by_cell[c])
+            for pid, t in self.table.by_cell[c].items():
+                by_pipe.setdefault(pid, []).append((self._x[c], t, r[pid]))
+        out = {}
+        for pid, pts in by_pipe.items():
+            if sum(pid in self.table.by_cell[c] for c in close) < need:
+                continue            # one that failed or was not measured nearby: a guess from far away
+            fit = fit_plane([(x, r) for x, _, r in pts], here, cfg.k_nearest, cfg.ridge, monotone=False)
+            if fit is None:
+                continue
+            near = sorted(pts, key=lambda xt: math.dist(xt[0], here))[: fit.support]
+            seen = [r for _, _, r in near]
+            out[pid] = (min(max(fit.us, min(seen)), max(seen)), [(t, r) for _, t, r in near])
+        return out
+
+    def twin(self, p: AttentionProblem) -> dict[str, float]:
+        """Each pipeline's ratio to the fastest at p's sizes in the families that differ from p's only
+        in page size, where measured (geometric mean over them)."""
+        logs: dict[str, list[float]] = {}
+        for page in self.table.page_sizes - {p.page_size}:
+            measured = self.table.by_cell.get(replace(p, page_size=page))
+            for pid, r in (ratios(measured) if measured else {}).items():
+                logs.setdefault(pid, []).append(math.log(r))
+        return {pid: math.exp(sum(v) / len(v)) for pid, v in logs.items()}
+
+    def twins_near(self, p: AttentionProblem) -> list[tuple[dict[str, float], dict[str, float]]]:
+        """(own ratios, twins' ratios) at the nearest measured shapes: where the twins are checked."""
+        return [(ratios(self.table.by_cell[c]), self.twin(c)) for c in self.neighbours(p)[: self.config.twin_check]]
+
+    def twin_agrees(self, pid: str, near: list[tuple[dict[str, float], dict[str, float]]]) -> bool:
+        """Whether the twins ranked `pid` as p's family did at the nearest measured shapes (`near`,
+        from twins_near): where the page size changes the ranking (FP8 prefill), they are left out."""
+        diffs = [abs(math.log(own[pid]) - math.log(twin[pid])) for own, twin in near if pid in own and pid in twin]
+        return bool(diffs) and sum(diffs) / len(diffs) <= self.config.twin_agree
+
+    def kv_line(self, p: AttentionProblem) -> dict[str, float]:
+        """Decode at long KV: each pipeline's time off the line through its times at the measured KV
+        lengths either side, at p's batch size; {} where p is not so bracketed."""
+        if p.phase != "decode":
+            return {}
+        row = [c for c in self.table.by_family.get(p.family(), []) if c.batch_size == p.batch_size]
+        lo = max((c for c in row if c.kv_len < p.kv_len), key=lambda c: c.kv_len, default=None)
+        hi = min((c for c in row if c.kv_len > p.kv_len), key=lambda c: c.kv_len, default=None)
+        cfg = self.config
+        if lo is None or hi is None or lo.kv_len < cfg.kv_line_from or hi.kv_len > cfg.kv_line_span * lo.kv_len:
+            return {}
+        f = (p.kv_len - lo.kv_len) / (hi.kv_len - lo.kv_len)
+        below, above = self.table.by_cell[lo], self.table.by_cell[hi]
+        return {pid: t.median_us + f * (above[pid].median_us - t.median_us)
+                for pid, t in below.items() if pid in above}
+
+    # -- the one rule that combines them -------------------------------------------------------------
+    def between_rows(self, p: AttentionProblem) -> list[Timing] | None:
+        """For a batch size never measured: each pipeline's time at p's other sizes in the measured
+        batch sizes either side (measured there, or predicted within that row), interpolated in log
+        time over log batch. None where p's batch size was measured or is not bracketed."""
+        rows = sorted({c.batch_size for c in self.table.by_family.get(p.family(), [])})
+        if p.batch_size in rows:
+            return None
+        lo = max((b for b in rows if b < p.batch_size), default=None)
+        hi = min((b for b in rows if b > p.batch_size), default=None)
+        if lo is None or hi is None:
+            return None
+        below = {t.pipeline.id: t for t in self.at(replace(p, batch_size=lo))}
+        above = {t.pipeline.id: t for t in self.at(replace(p, batch_size=hi))}
+        w = math.log(p.batch_size / lo) / math.log(hi / lo)
+        out = []
+        for pid in below.keys() & above.keys():
+            a, b = below[pid], above[pid]
+            us = math.exp((1 - w) * math.log(a.median_us) + w * math.log(b.median_us))
+            rel = max(a.spread_us / a.median_us, b.spread_us / b.median_us)
+            errs = [e for e in (a.relerr, b.relerr) if e is not None]
+            out.append(Timing(a.pipeline, us, us * rel, max(errs) if errs else None))
+        return out
+
+    def at(self, p: AttentionProblem) -> list[Timing]:
+        """What the table says at p: its measurements where p's cell was measured, else predict(p)."""
+        return self.table.timings(p) or self.predict(p)
+
+    def predict(self, p: AttentionProblem) -> list[Timing]:
+        """Each pipeline measured in p's family, at p's sizes. The spread is the median relative spread
+        of the measurements used (the switch margin: the noise a measurement would show); the
+        accuracy is the worst measured nearby."""
+        if self.config.between_rows:
+            bracketed = self.between_rows(p)
+            if bracketed:
+                return bracketed
+        level = self.level(p)
+        if level is None:
+            return []
+        line = self.kv_line(p)
+        level_us = min(line.values()) if line else level
+        twins = self.twin(p)
+        checked = self.twins_near(p) if twins else []
+        out = []
+        for pid, (ratio, near) in self.plane(p).items():
+            if pid in line:
+                ratio = line[pid] / level_us
+            elif pid in twins and self.twin_agrees(pid, checked):
+                w = self.config.twin_weight
+                ratio = math.exp((1 - w) * math.log(ratio) + w * math.log(twins[pid]))
+            us = level_us * max(ratio, 1.0)
+            errs = [t.relerr for t, _ in near if t.relerr is not None]
+            rel = sorted(t.spread_us / t.median_us for t, _ in near)[len(near) // 2]
+            out.append(Timing(near[0][0].pipeline, us, us * rel, max(errs) if errs else None))
+        return out

@@ -1,0 +1,113 @@
+"""Decisions between grid points: predicted at the problem's own sizes, `measured` only within a
+measured cell, the model's settings as one value, and `tuner evaluate --offgrid`."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from dispatcher.device import H200
+from dispatcher.dispatch import Dispatcher
+from dispatcher.pipeline import Pipeline
+from dispatcher.predictor import PredictorConfig
+from dispatcher.table import Table, Timing
+from tests.conftest import ROOT, small
+
+SCOUT = dict(num_qo_heads=40, num_kv_heads=8, head_dim=128, kv_dtype="fp8", out_dtype="fp8")
+XQA = Pipeline("trtllm-xqa", "bf16", "fp8", "fp8", tactic=(("enable_pdl", False),))
+TC = Pipeline("fa2-tc", "bf16", "fp8", "bf16", out_quant=True, tactic=(("fixed_split_size", 0),))
+
+
+def crossing_table() -> Table:
+    """XQA is faster below batch x kv = 5000 and FA2-TC above it (at batch 2: kv 2500), measured
+    at the powers of two only."""
+    t = Table()
+    for b in (1, 2, 4, 8):
+        for kv in (512, 1024, 2048, 4096, 8192):
+            x = b * kv
+            p = small(**SCOUT, batch_size=b, kv_len=kv)
+            t.add(p, Timing(XQA, 10 + x / 200, 0.1, 0.04))
+            t.add(p, Timing(TC, 25 + x / 500, 0.1, 0.003))
+    return t
+
+
+def test_a_shape_between_grid_points_is_decided_at_its_own_sizes_not_its_rounded_up_bucket():
+    # batch 2 x kv 2200: XQA 5% faster there (32.0 vs 33.8 us). Rounded up to the power of two
+    # (kv 4096), FA2-TC wins by 23% and was answered as "measured" though 2200 never was.
+    d = Dispatcher(crossing_table(), H200)
+    dec = d.choose(small(**SCOUT, batch_size=2, kv_len=2200))
+    assert dec.source == "learned" and dec.kernel == "trtllm-xqa", dec.reason
+    assert "predicted at batch_size=2 q_len=1 kv_len=2233" in dec.reason     # its cell, within 4.4%
+    up = d.choose(small(**SCOUT, batch_size=2, kv_len=4096))
+    assert up.source == "measured" and up.kernel == "fa2-tc"
+
+
+def test_measured_means_measured_within_the_cell():
+    d = Dispatcher(crossing_table(), H200)
+    assert d.choose(small(**SCOUT, batch_size=4, kv_len=4000)).source == "measured"    # 2.4% from 4096
+    assert d.choose(small(**SCOUT, batch_size=4, kv_len=3900)).source == "learned"     # 4.8% from it
+    assert d.choose(small(**SCOUT, batch_size=3, kv_len=4096)).source == "learned"     # batch 3: never measured
+    same = [d.choose(small(**SCOUT, batch_size=4, kv_len=k)) for k in (3950, 4000, 4096, 4200)]
+    assert len({id(x) for x in same}) == 1          # one decision per cell, whatever the order of asking
+
+
+def test_the_predictor_settings_round_trip_and_bad_ones_name_themselves(tmp_path):
+    cfg = PredictorConfig(batch_step=2.0, twin_weight=0.25, k_nearest=8)
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(cfg.to_dict()))
+    assert PredictorConfig.from_file(path) == cfg
+    assert PredictorConfig.from_dict({}) == PredictorConfig()
+    with pytest.raises(ValueError, match="predictor setting 'twin' is unknown; the settings are k_nearest"):
+        PredictorConfig.from_dict({"twin": 1})
+    with pytest.raises(ValueError, match="k_nearest=2.5 is not an integer"):
+        PredictorConfig.from_dict({"k_nearest": 2.5})
+    path.write_text("[1, 2]")
+    with pytest.raises(ValueError, match="is not a JSON object of settings"):
+        PredictorConfig.from_file(path)
+
+
+def test_one_setting_changes_a_decision_and_nothing_else_is_global():
+    # twin_weight decides here (see test_model's twin test); two dispatchers with different settings
+    # in one process each keep their own
+    t = Table()
+    for page in (16, 32):
+        for b in (1, 2, 4, 8):
+            for kv in (512, 1024, 2048, 4096, 8192):
+                if (page, b, kv) == (16, 2, 2048):
+                    continue
+                twin_spot = (page, b, kv) == (32, 2, 2048)
+                p = small(**SCOUT, page_size=page, batch_size=b, kv_len=kv)
+                t.add(p, Timing(XQA, 130.0 if twin_spot else 100.0, 0.1, 0.04))
+                t.add(p, Timing(TC, 100.0 if twin_spot else 104.0, 0.1, 0.003))
+    here = small(**SCOUT, batch_size=2, kv_len=2048)
+    with_twin = Dispatcher(t, H200)
+    alone = Dispatcher(t, H200, predictor=PredictorConfig(twin_weight=0.0))
+    assert (with_twin.choose(here).kernel, alone.choose(here).kernel) == ("fa2-tc", "trtllm-xqa")
+
+
+def tuner(*args):
+    return subprocess.run([sys.executable, "-m", "tuner", *args], cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+def test_evaluate_offgrid_scores_the_decisions_on_measured_off_grid_shapes(swept_db, tmp_path):
+    # the swept db measured batch 1 and 4 x kv 64 and 256; these shapes lie between and beyond
+    shapes = [small(batch_size=b, kv_len=kv) for b, kv in ((2, 100), (3, 180), (2, 300))]
+    probs = tmp_path / "off.jsonl"
+    probs.write_text("".join(json.dumps(p.to_dict()) + "\n" for p in shapes))
+    off = tmp_path / "off.db"
+    r = tuner("sweep", "--problems", str(probs), "--device", "cpu", "--db", str(off), "--no-isolate")
+    assert r.returncode == 0, r.stderr[-2000:]
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"batch_step": 1.0}))
+    r = tuner("evaluate", "--db", str(swept_db[0]), "--device", "cpu", "--offgrid", str(off), "--json",
+              "--predictor-config", str(cfg))
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads(r.stdout)
+    assert res["problems"] == 3 and res["overall"]["learned"]["n"] == 3
+    (v,) = [c["learned"] for c in res["configs"].values()]
+    assert v["regret_geomean"] >= 1.0 and v["sources"] == {"learned": 3}      # none of them was measured
+    assert {"speedup_vs_vllm-2026", "slower_than_vllm-2026", "worst"} <= set(v)
+    table = tuner("evaluate", "--db", str(swept_db[0]), "--device", "cpu", "--offgrid", str(off))
+    assert table.returncode == 0 and "3 off-grid problems measured in" in table.stdout
+    missing = tuner("evaluate", "--db", str(swept_db[0]), "--device", "cpu", "--offgrid", str(tmp_path / "no.db"))
+    assert missing.returncode == 2 and "no.db does not exist" in missing.stderr
