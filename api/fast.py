@@ -25,7 +25,8 @@ DECISION_PATH = "/v1/decision"
 WRITES = {("POST", "/v1/sweeps"), ("DELETE", "/v1/sweeps")}
 BODY_CACHE_LIMIT = 4096
 _INT = re.compile(r"-1|0|[1-9][0-9]{0,9}")
-_INT_FIELDS = {"num_qo_heads", "num_kv_heads", "head_dim", "page_size", "batch_size", "kv_len", "q_len", "window_left"}
+_INT_FIELDS = {"num_qo_heads", "num_kv_heads", "head_dim", "page_size", "batch_size", "kv_len", "max_kv_len", "q_len",
+               "window_left"}
 _BOOL_FIELDS = {"causal", "has_sinks"}
 
 Scope = dict[str, Any]

@@ -26,7 +26,10 @@ class ProblemIn(BaseModel):
     head_dim: int = Field(DEFAULTS["head_dim"], description=_range("head_dim", "head size"))
     page_size: int = Field(DEFAULTS["page_size"], description=_range("page_size", "tokens per KV-cache page"))
     batch_size: int = Field(description=_range("batch_size", "requests"))
-    kv_len: int = Field(description=_range("kv_len", "KV tokens per request, the new ones included"))
+    kv_len: int = Field(description=_range("kv_len", "KV tokens per request (the mean in a mixed batch), the new "
+                                                      "ones included"))
+    max_kv_len: Optional[int] = Field(None, description=_range("max_kv_len", "the longest request's KV tokens "
+                                                                             "(default: kv_len, every request alike)"))
     q_len: int = Field(DEFAULTS["q_len"], description=_range("q_len", "new tokens per request (1 for decode)"))
     q_dtype: str = DEFAULTS["q_dtype"]
     kv_dtype: str = DEFAULTS["kv_dtype"]
@@ -77,7 +80,8 @@ class SweepCreate(BaseModel):
     out_dtypes: list[str] = Field(["bf16", "fp8"], max_length=3)
     page_sizes: Optional[list[int]] = Field(None, max_length=4, description="page sizes the kernels take: 16, 32, 64, "
                                                                             "128")
-    grid: Optional[str] = Field(None, description="quick | full | dense (default: full on a GPU, quick on the CPU)")
+    grid: Optional[str] = Field(None, description="quick | full | dense | mixed (default: full on a GPU, quick on "
+                                                  "the CPU)")
     problems: Optional[list[ProblemIn]] = Field(None, max_length=MAX_SWEEP_PROBLEMS)
 
 

@@ -27,8 +27,8 @@ class Dispatcher:
             raise ValueError(f"rule {rule!r} is unknown; use one of {', '.join(RULES)}")
         self.device, self.rule = device, rule
         self.predictor = Predictor(predictor)
-        self.table, self.model = table, self.predictor.fit(table, device)
         self.registry = registry or load_registry()
+        self.table, self.model = table, self.predictor.fit(table, device, self.registry)
         relerr_budget("bf16", "bf16", max_relerr)     # a bad budget or $SWITCHYARD_MAX_RELERR fails here
         self.max_relerr = max_relerr
         self.timing_mode = timing_mode
@@ -83,7 +83,7 @@ class Dispatcher:
     def swap_table(self, table: Table) -> None:
         """Replace the table (the model is fitted to it first): a choose() sees the old or the new
         table's decisions, never a mix."""
-        model = self.predictor.fit(table, self.device)
+        model = self.predictor.fit(table, self.device, self.registry)
         self.table, self.model, self._cache, self._cells = table, model, {}, {}
 
     # -- off the fast path: once per cell ----------------------------------------------
@@ -105,7 +105,9 @@ class Dispatcher:
         if self.learned:
             ranking = rank(self.model.predict(p), budget, pick.id, allowed)
             if ranking is not None:
-                where = f"predicted at {_sizes(p)} from measured neighbours"
+                where = (f"predicted at {_sizes(p)} from uniform batches at the longest request (kernels "
+                         "whose time follows it) or the mean (the others)" if self.model.uses_ragged_prior(p)
+                         else f"predicted at {_sizes(p)} from measured neighbours")
                 return self._from_ranking(ranking, "learned", budget, where)
         for near in self.model.neighbours(p):
             ranking = rank(self.table.timings(near), budget, pick.id, allowed)
@@ -145,7 +147,8 @@ class Dispatcher:
 
 
 def _sizes(p: AttentionProblem) -> str:
-    return f"batch_size={p.batch_size} q_len={p.q_len} kv_len={p.kv_len}"
+    top = f" max_kv_len={p.max_kv_len}" if p.max_kv_len != p.kv_len else ""
+    return f"batch_size={p.batch_size} q_len={p.q_len} kv_len={p.kv_len}{top}"
 
 
 LOCAL = ("auto", "cpu", "cuda")

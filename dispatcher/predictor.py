@@ -14,7 +14,12 @@ Settings live in one value (PredictorConfig, a JSON file for `tuner evaluate --p
                 sizes either side (each within its own row, by the estimators above), interpolated
                 in log time over log batch (with between_rows on).
 
-One rule combines them (FittedModel.predict): between_rows' times where it applies; else a
+- ragged_prior(p): a mixed batch where its family has no mixed batch measured: each pipeline at the
+                uniform batch of the longest request's length or of the mean, as kernels.toml says
+                its time follows (`ragged`).
+
+One rule combines them (FittedModel.predict): ragged_prior's times for a mixed batch of a family
+measured uniform only; between_rows' times where it applies; else a
 pipeline's time is kv_line's where kv_line covers it; else level x its ratio, the ratio being
 plane's blended with twin's (weight twin_weight, in log space) where the twin agrees, else plane's
 alone; never below level.
@@ -34,10 +39,11 @@ from typing import Any
 from .device import DeviceInfo
 from .model import fit_plane
 from .problem import AttentionProblem
+from .registry import KernelSpec, load_registry
 from .table import Table, Timing, ratios
 
 Features = tuple[float, ...]
-RISING = (True, True, True, False, True)     # per feature: does time rise with it (see features)
+RISING = (True, True, True, True, False, True)     # per feature: does time rise with it (see features)
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,7 @@ class PredictorConfig:
     kv_line_from: int = 8192      # the shorter bracketing KV length: below it launch costs bend the line
     kv_line_span: int = 8         # the longer one at most this many times the shorter
     between_rows: int = 0         # 1: a batch size never measured is read between the measured ones either side
+    skew_weight: float = 1.0      # one octave of longest-over-mean counts as this many octaves of KV
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -94,10 +101,11 @@ def want_cast(default: object, value: float) -> int | float:
 def features(p: AttentionProblem, config: PredictorConfig, sm_count: int) -> Features:
     """Where a shape sits for the neighbour search and the local planes."""
     b, q, kv = math.log2(p.batch_size), math.log2(p.q_len), math.log2(p.kv_len)
+    skew = config.skew_weight * math.log2(p.skew)
     if p.phase != "decode":
-        return b, q, kv
+        return b, q, kv, skew
     ctas = math.log2(p.batch_size * p.num_kv_heads / sm_count) if sm_count else 0.0
-    return (config.batch_step * b, q, kv, config.split_weight * max(0.0, -ctas - 1.0),
+    return (config.batch_step * b, q, kv, skew, config.split_weight * max(0.0, -ctas - 1.0),
             config.wave_weight * max(0.0, ctas - 1.0))
 
 
@@ -105,17 +113,22 @@ class Predictor:
     def __init__(self, config: PredictorConfig | None = None):
         self.config = config or PredictorConfig()
 
-    def fit(self, table: Table, device: DeviceInfo | None) -> FittedModel:
+    def fit(self, table: Table, device: DeviceInfo | None,
+            registry: dict[str, KernelSpec] | None = None) -> FittedModel:
         """The model fitted to `table`; `device` gives the SM count the hardware features use (None:
-        unknown, those features are left out)."""
-        return FittedModel(table, self.config, device.sm_count if device else 0)
+        unknown, those features are left out); `registry` each kernel's ragged cost (default: the
+        built-in kernels)."""
+        ragged = {k: s.ragged for k, s in (registry or load_registry()).items()}
+        return FittedModel(table, self.config, device.sm_count if device else 0, ragged)
 
 
 class FittedModel:
     """The model fitted to one table (the features of every measured cell, computed once)."""
 
-    def __init__(self, table: Table, config: PredictorConfig, sm_count: int):
+    def __init__(self, table: Table, config: PredictorConfig, sm_count: int, ragged: dict[str, str] | None = None):
         self.table, self.config, self.sm_count = table, config, sm_count
+        self.ragged = ragged or {}
+        self._mixed = {fam for fam, cells in table.by_family.items() if any(c.skew > 1 for c in cells)}
         self._x: dict[AttentionProblem, Features] = {
             c: features(c, config, sm_count) for cells in table.by_family.values() for c in cells}
 
@@ -211,8 +224,8 @@ class FittedModel:
         hi = min((b for b in rows if b > p.batch_size), default=None)
         if lo is None or hi is None:
             return None
-        below = {t.pipeline.id: t for t in self.at(replace(p, batch_size=lo))}
-        above = {t.pipeline.id: t for t in self.at(replace(p, batch_size=hi))}
+        below = {t.pipeline.id: t for t in self.at(p.with_sizes(batch_size=lo))}
+        above = {t.pipeline.id: t for t in self.at(p.with_sizes(batch_size=hi))}
         w = math.log(p.batch_size / lo) / math.log(hi / lo)
         out = []
         for pid in below.keys() & above.keys():
@@ -223,6 +236,23 @@ class FittedModel:
             out.append(Timing(a.pipeline, us, us * rel, max(errs) if errs else None))
         return out
 
+    def uses_ragged_prior(self, p: AttentionProblem) -> bool:
+        """Whether predict(p) reads uniform batches (ragged_prior): a mixed batch of a family measured
+        uniform only."""
+        return p.skew > 1 and p.family() not in self._mixed
+
+    def ragged_prior(self, p: AttentionProblem) -> list[Timing]:
+        """A mixed batch where its family has none measured: each pipeline's time in the uniform batch
+        at the longest request's length (kernels whose time follows the longest request, `ragged =
+        "longest"` in kernels.toml) or at the mean (those whose plan balances the total)."""
+        longest = {t.pipeline.id: t for t in self.at(p.with_sizes(kv_len=p.max_kv_len, max_kv_len=p.max_kv_len))}
+        mean = {t.pipeline.id: t for t in self.at(p.with_sizes(max_kv_len=p.kv_len))}
+        out = []
+        for pid in longest.keys() & mean.keys():
+            t = longest[pid] if self.ragged.get(longest[pid].pipeline.kernel) == "longest" else mean[pid]
+            out.append(t)
+        return out
+
     def at(self, p: AttentionProblem) -> list[Timing]:
         """What the table says at p: its measurements where p's cell was measured, else predict(p)."""
         return self.table.timings(p) or self.predict(p)
@@ -231,6 +261,8 @@ class FittedModel:
         """Each pipeline measured in p's family, at p's sizes. The spread is the median relative spread
         of the measurements used (the switch margin: the noise a measurement would show); the
         accuracy is the worst measured nearby."""
+        if self.uses_ragged_prior(p):
+            return self.ragged_prior(p)
         if self.config.between_rows:
             bracketed = self.between_rows(p)
             if bracketed:

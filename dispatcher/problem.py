@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -36,7 +36,8 @@ def _dtype(field: str, value: Any) -> str:
 # The documented range of every integer field, inclusive: REST, the CLI and the store take the same.
 LIMITS: dict[str, tuple[int, int]] = {
     "num_qo_heads": (1, 1024), "num_kv_heads": (1, 1024), "head_dim": (1, 1024), "page_size": (1, 4096),
-    "batch_size": (1, 1 << 16), "kv_len": (1, 1 << 24), "q_len": (1, 1 << 20), "window_left": (-1, 1 << 24),
+    "batch_size": (1, 1 << 16), "kv_len": (1, 1 << 24), "max_kv_len": (1, 1 << 24), "q_len": (1, 1 << 20),
+    "window_left": (-1, 1 << 24),
 }
 
 
@@ -96,8 +97,10 @@ def snap(n: int) -> int:
 class AttentionProblem:
     """One attention call as a serving engine issues it (per GPU, after tensor parallelism).
 
-    kv_len counts the KV tokens of a request including the new ones (the maximum where ragged);
-    q_len is the new query tokens per request (1 for decode).
+    A batch of requests: kv_len is the mean KV length per request (new tokens included), max_kv_len
+    the longest (default: kv_len, every request alike); q_len is the new query tokens per request (1
+    for decode). XQA's time follows the longest request, FA2's the total: neither length alone
+    describes a mixed batch (from_seq_lens makes one from the requests' lengths).
     """
 
     phase: Phase
@@ -107,6 +110,7 @@ class AttentionProblem:
     page_size: int = 16
     batch_size: int
     kv_len: int
+    max_kv_len: int = 0                 # 0 (or None): kv_len, every request alike
     q_len: int = 1
     q_dtype: str = "bf16"
     kv_dtype: str = "bf16"
@@ -114,12 +118,17 @@ class AttentionProblem:
     causal: bool = True
     window_left: int = -1
     has_sinks: bool = False
+    # the requests' KV lengths, where a measurement must use these (not the canonical layout of the
+    # batch's statistics); not part of the problem's identity, key or store columns
+    seq_lens: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         def put(k: str, v: object) -> None:           # the dataclass is frozen
             object.__setattr__(self, k, v)
         if self.phase not in PHASES:
             raise ProblemError("phase", f"phase {self.phase!r} is not supported; use one of {', '.join(PHASES)}")
+        if self.max_kv_len in (0, None):
+            put("max_kv_len", self.kv_len)
         for f in LIMITS:
             put(f, _int(f, getattr(self, f)))
         for f in ("q_dtype", "kv_dtype", "out_dtype"):
@@ -135,6 +144,18 @@ class AttentionProblem:
         if self.q_len > self.kv_len:
             raise ProblemError("q_len", f"q_len {self.q_len} exceeds kv_len {self.kv_len}; kv_len counts "
                                "the new tokens too, so kv_len >= q_len")
+        longest = self.batch_size * self.kv_len - (self.batch_size - 1) * self.q_len
+        if not self.kv_len <= self.max_kv_len <= longest:
+            raise ProblemError("max_kv_len", f"max_kv_len {self.max_kv_len} is out of range for batch_size "
+                               f"{self.batch_size} x kv_len {self.kv_len}; the longest request holds from kv_len "
+                               f"(the mean) to {longest} tokens (all but q_len per other request)")
+        if self.seq_lens is not None:
+            lens = tuple(_int("kv_len", n) for n in self.seq_lens)
+            if len(lens) != self.batch_size or max(lens) != self.max_kv_len or min(lens) < self.q_len:
+                raise ProblemError("seq_lens", f"seq_lens ({len(lens)} lengths, longest {max(lens, default=0)}) "
+                                   f"do not describe batch_size {self.batch_size} with max_kv_len {self.max_kv_len}; "
+                                   "give seq_lens alone (AttentionProblem.from_seq_lens)")
+            put("seq_lens", lens)
         fields = tuple(getattr(self, f) for f in FIELDS)
         put("_fields", fields)
         put("_hash", hash(fields))
@@ -162,33 +183,74 @@ class AttentionProblem:
     def num_tokens(self) -> int:
         return self.batch_size * self.q_len
 
+    @property
+    def skew(self) -> float:
+        """The longest request over the mean (1.0: every request alike)."""
+        return self.max_kv_len / self.kv_len
+
+    @classmethod
+    def from_seq_lens(cls, *, seq_lens: Sequence[int], **fields: Any) -> AttentionProblem:
+        """The problem of a batch of requests with these KV lengths (new tokens included): batch_size
+        is their count, kv_len their mean (rounded to the nearest token), max_kv_len the longest."""
+        if not seq_lens:
+            raise ProblemError("seq_lens", "seq_lens is empty; give each request's KV length")
+        for f in ("batch_size", "kv_len", "max_kv_len"):
+            if f in fields:
+                raise ProblemError(f, f"{f} comes from seq_lens; leave it out")
+        lens = [_int("kv_len", n) for n in seq_lens]
+        mean = max(1, int(sum(lens) / len(lens) + 0.5))
+        return cls(batch_size=len(lens), kv_len=mean, max_kv_len=max(max(lens), mean), seq_lens=tuple(lens), **fields)
+
     def family(self) -> tuple[Any, ...]:
         """Everything but the sizes: problems of one family share kernels and are comparable."""
         return (self.phase, self.num_qo_heads, self.num_kv_heads, self.head_dim, self.page_size,
                 self.q_dtype, self.kv_dtype, self.out_dtype, self.causal, self.window_left, self.has_sinks)
 
+    def with_sizes(self, *, batch_size: int | None = None, q_len: int | None = None, kv_len: int | None = None,
+                   max_kv_len: int | None = None) -> AttentionProblem:
+        """This problem at other sizes. The longest request keeps its ratio to the mean unless given,
+        as far as the new batch allows (a batch of one is uniform)."""
+        b = batch_size or self.batch_size
+        q = q_len or self.q_len
+        kv = max(kv_len or self.kv_len, q)
+        top = max_kv_len or round(kv * self.skew)
+        top = max(kv, min(top, b * kv - (b - 1) * q))
+        return dataclasses.replace(self, batch_size=b, q_len=q, kv_len=kv, max_kv_len=top)
+
     def cell(self) -> AttentionProblem:
         """The problem that stands for this one's cell (see CELLS_PER_OCTAVE): the same batch size,
         q_len and kv_len at their cells' representative sizes. Power-of-two sizes are their own."""
         q, kv = snap(self.q_len), snap(self.kv_len)
-        if (q, kv) == (self.q_len, self.kv_len):
+        top = max(snap(self.max_kv_len), kv)
+        longest = self.batch_size * max(kv, q) - (self.batch_size - 1) * q
+        top = min(top, longest)
+        if (q, kv, top) == (self.q_len, self.kv_len, self.max_kv_len):
             return self
-        return dataclasses.replace(self, q_len=q, kv_len=max(kv, q))
+        return dataclasses.replace(self, q_len=q, kv_len=max(kv, q), max_kv_len=max(top, kv, q))
 
     def cell_key(self) -> tuple[Any, ...]:
         """What identifies this problem's cell, without building its representative (cheap)."""
-        return (*self.family(), self.batch_size, size_cell(self.q_len), size_cell(self.kv_len))
+        return (*self.family(), self.batch_size, size_cell(self.q_len), size_cell(self.kv_len),
+                size_cell(self.max_kv_len))
 
     def key(self) -> str:
-        """A stable text key (the store's primary key for a problem)."""
-        return "|".join(str(v) for v in (*self.family(), self.batch_size, self.q_len, self.kv_len))
+        """A stable text key (the store's primary key for a problem); a uniform batch's has no max."""
+        sizes = (self.batch_size, self.q_len, self.kv_len) + (() if self.max_kv_len == self.kv_len else
+                                                               (self.max_kv_len,))
+        return "|".join(str(v) for v in (*self.family(), *sizes))
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The problem's fields (seq_lens only where set)."""
+        out = {f: getattr(self, f) for f in FIELDS}
+        if self.seq_lens is not None:
+            out["seq_lens"] = list(self.seq_lens)
+        return out
 
     def describe(self) -> str:
         """The problem in one short line, as it was asked (not its bucket)."""
         sizes = f"batch {self.batch_size} x kv {self.kv_len}"
+        if self.max_kv_len != self.kv_len:
+            sizes += f" (mean; longest {self.max_kv_len})"
         if self.phase == "prefill":
             sizes += f" x q {self.q_len}"
         extra = "".join((" non-causal" if not self.causal else "", " sinks" if self.has_sinks else "",
@@ -205,6 +267,15 @@ class AttentionProblem:
         unknown = sorted(set(data) - known)
         if unknown:
             raise ProblemError(unknown[0], f"unknown field {unknown[0]!r}; the fields are {', '.join(sorted(known))}")
+        if data.get("seq_lens") is not None:
+            rest = {k: v for k, v in data.items() if k != "seq_lens"}
+            sized = ("batch_size", "kv_len", "max_kv_len")
+            made = cls.from_seq_lens(seq_lens=data["seq_lens"], **{k: v for k, v in rest.items() if k not in sized})
+            for k in sized:
+                if k in rest and rest[k] not in (None, 0) and int(rest[k]) != getattr(made, k):
+                    raise ProblemError(k, f"{k} {rest[k]} disagrees with seq_lens ({getattr(made, k)}); give one or "
+                                          "the other")
+            return made
         missing = [f.name for f in dataclasses.fields(cls)
                    if f.default is dataclasses.MISSING and f.name not in data]
         if missing:
@@ -212,6 +283,8 @@ class AttentionProblem:
         return cls(**data)
 
 
-FIELDS = tuple(f.name for f in dataclasses.fields(AttentionProblem))  # noqa: F811 (used by __post_init__)
+# the problem's identity: every field but seq_lens (which says how to lay out a measured batch)
+FIELDS = tuple(f.name for f in dataclasses.fields(AttentionProblem) if f.name != "seq_lens")  # noqa: F811
 # the defaults of the optional fields: the CLI's flags and the REST models take these
-DEFAULTS = {f.name: f.default for f in dataclasses.fields(AttentionProblem) if f.default is not dataclasses.MISSING}
+DEFAULTS = {f.name: f.default for f in dataclasses.fields(AttentionProblem)
+            if f.default is not dataclasses.MISSING and f.name in FIELDS}

@@ -12,6 +12,7 @@ from .problem import DTYPES, PHASES, AttentionProblem
 
 BUILTIN = Path(__file__).with_name("kernels.toml")
 FAMILIES = ("trtllm", "flashattention", "reference")
+RAGGED = ("total", "longest")
 
 
 class RegistryError(ValueError):
@@ -46,6 +47,7 @@ class KernelSpec:
     window: bool = False
     sinks: bool = False
     noncausal: bool = True
+    ragged: str = "total"              # a mixed batch costs as its total ("total") or its longest request ("longest")
     tactics: tuple[tuple[str, Knobs], ...] = ()  # per device kind
     tune: tuple[tuple[str, Knobs], ...] = ()     # per device kind, for Optuna
     notes: str = ""
@@ -72,6 +74,8 @@ def _spec(entry: dict[str, Any], source: str) -> KernelSpec:
             raise RegistryError(f"{where} lacks {k!r}; every kernel declares id, family, phases, device_kinds, combos")
     if entry["family"] not in FAMILIES:
         raise RegistryError(f"{where}: family {entry['family']!r} is not one of {', '.join(FAMILIES)}")
+    if entry.get("ragged", "total") not in RAGGED:
+        raise RegistryError(f"{where}: ragged {entry['ragged']!r} is not one of {', '.join(RAGGED)}")
     bad = [p for p in entry["phases"] if p not in PHASES]
     if bad:
         raise RegistryError(f"{where}: phase {bad[0]!r} is not one of {', '.join(PHASES)}")
@@ -98,7 +102,8 @@ def _spec(entry: dict[str, Any], source: str) -> KernelSpec:
         head_dims=_tuple(entry.get("head_dims")), page_sizes=_tuple(entry.get("page_sizes")),
         group_sizes=tuple((p, tuple(g)) for p, g in entry.get("group_sizes", {}).items()),
         window=entry.get("window", False), sinks=entry.get("sinks", False),
-        noncausal=entry.get("noncausal", True), tactics=tactics, tune=tune, notes=entry.get("notes", "").strip(),
+        noncausal=entry.get("noncausal", True), ragged=entry.get("ragged", "total"), tactics=tactics, tune=tune,
+        notes=entry.get("notes", "").strip(),
     )
 
 

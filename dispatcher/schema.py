@@ -1,13 +1,16 @@
 """The store's schema, shared by the reader (dispatcher) and the writer (tuner)."""
 from __future__ import annotations
 
-SCHEMA_VERSION = 3      # 2: the misses table; 3: the tactic_trials table
+SCHEMA_VERSION = 4      # 2: the misses table; 3: the tactic_trials table; 4: max_kv_len, lengths
 
 PROBLEM_COLUMNS = {
     "phase": str, "num_qo_heads": int, "num_kv_heads": int, "head_dim": int, "page_size": int,
-    "batch_size": int, "kv_len": int, "q_len": int, "q_dtype": str, "kv_dtype": str, "out_dtype": str,
-    "causal": int, "window_left": int, "has_sinks": int,
+    "batch_size": int, "kv_len": int, "max_kv_len": int, "q_len": int, "q_dtype": str, "kv_dtype": str,
+    "out_dtype": str, "causal": int, "window_left": int, "has_sinks": int,
 }
+# added in version 4: a batch's longest request (kv_len is the mean); the requests' KV lengths where a
+# measured batch was not laid out by the canonical distribution (tuner/lengths.py), as JSON
+ADDED_IN_4 = {"measurements": ("max_kv_len", "lengths"), "winners": ("max_kv_len",), "misses": ("max_kv_len",)}
 
 ENVIRONMENTS = {
     "id": int, "key": str, "device_name": str, "device_kind": str, "compute_capability": str,
@@ -23,7 +26,7 @@ PIPELINE_COLUMNS = {
 MEASUREMENTS = {
     "id": int, "env_id": int, "problem_key": str, **PROBLEM_COLUMNS, **PIPELINE_COLUMNS,
     "status": str, "median_us": float, "min_us": float, "max_us": float, "spread_us": float,
-    "reps": int, "relerr": float, "max_relerr": float, "error": str, "created_at": str,
+    "reps": int, "relerr": float, "max_relerr": float, "error": str, "lengths": str, "created_at": str,
 }
 
 WINNERS = {

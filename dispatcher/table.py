@@ -138,7 +138,8 @@ def measured_problems(rows: Iterable[Any]) -> dict[AttentionProblem, dict[str, T
     """Each problem measured, exactly as measured, with its timings by pipeline (a later row wins)."""
     out: dict[AttentionProblem, dict[str, Timing]] = {}
     for r in rows:
-        p = AttentionProblem(**{f: r[f] for f in FIELDS})
+        have = r.keys()                 # a database from before max_kv_len: uniform batches
+        p = AttentionProblem(**{f: r[f] for f in FIELDS if f in have})
         pipe = Pipeline.from_row(r)
         out.setdefault(p, {})[pipe.id] = Timing(pipe, r["median_us"], r["spread_us"] or 0.0, r["relerr"])
     return out

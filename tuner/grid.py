@@ -1,6 +1,7 @@
 """The grid of problems a sweep measures: model geometry x dtypes x page sizes x sizes."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from dispatcher.problem import AttentionProblem
@@ -26,6 +27,9 @@ class SizeGrid:
     prefill_prefix_factor: tuple[int, ...]   # kv_len = q_len * factor (1: no cached prefix)
     max_prefill_kv: int
     max_tokens: int                          # batch * q_len cap for prefill
+    # decode's longest request over the mean (1: uniform batches only); each within what the batch
+    # allows and with the longest request at most the largest decode_kv (tuner/lengths.py lays them out)
+    decode_skew: tuple[int, ...] = (1,)
 
 
 FULL = SizeGrid(decode_batch=tuple(pow2_range(1, 512)), decode_kv=tuple(pow2_range(128, 131072)),
@@ -37,21 +41,26 @@ DENSE = SizeGrid(decode_batch=tuple(sorted({*pow2_range(1, 512), *(3 * b for b i
                  decode_kv=tuple(sorted({*pow2_range(128, 131072), *(round(2 ** (k + 0.5)) for k in range(7, 17))})),
                  prefill_batch=(1, 2, 4, 8, 16), prefill_q=(128, 256, 512, 1024, 2048, 4096, 8192),
                  prefill_prefix_factor=(1, 2, 4), max_prefill_kv=32768, max_tokens=32768)
+# FULL with decode's skew axis: mixed-length batches, one long request among short ones (3.3x the
+# decode points: for --search adaptive, see docs/mixed-batches.md)
+MIXED = dataclasses.replace(FULL, decode_skew=(1, 2, 4, 8, 16, 32))
 # small enough that a CPU sweep of llama4-scout takes under two minutes on two cores
 QUICK = SizeGrid(decode_batch=(1, 4, 16), decode_kv=(128, 512), prefill_batch=(1,), prefill_q=(64, 256),
                  prefill_prefix_factor=(1, 4), max_prefill_kv=1024, max_tokens=256)
 
 
-def sizes(phase: str, g: SizeGrid) -> list[tuple[int, int, int]]:
-    """(batch_size, q_len, kv_len) triples, all powers of two so each is its own bucket."""
+def sizes(phase: str, g: SizeGrid) -> list[tuple[int, int, int, int]]:
+    """(batch_size, q_len, kv_len, max_kv_len) of every grid point: kv_len is the mean per request."""
     if phase == "decode":
-        return [(b, 1, kv) for b in g.decode_batch for kv in g.decode_kv]
+        top = max(g.decode_kv)
+        return [(b, 1, kv, kv * s) for s in g.decode_skew for b in g.decode_batch for kv in g.decode_kv
+                if kv * s <= min(top, b * kv - (b - 1))]
     out = []
     for b in g.prefill_batch:
         for q in g.prefill_q:
             for f in g.prefill_prefix_factor:
                 if q * f <= g.max_prefill_kv and b * q <= g.max_tokens:
-                    out.append((b, q, q * f))
+                    out.append((b, q, q * f, q * f))
     return out
 
 
@@ -69,10 +78,10 @@ def problems(model: ModelPreset, tps: list[int], phases: list[str], kv_dtypes: l
             for phase in phases:
                 for kv in kv_dtypes:
                     for o in out_dtypes:
-                        for b, q, L in sizes(phase, grid):
+                        for b, q, L, top in sizes(phase, grid):
                             p = AttentionProblem(
                                 phase=phase, num_qo_heads=hq, num_kv_heads=hkv, head_dim=model.head_dim,
-                                page_size=page, batch_size=b, q_len=q, kv_len=L, q_dtype=q_dtype,
+                                page_size=page, batch_size=b, q_len=q, kv_len=L, max_kv_len=top, q_dtype=q_dtype,
                                 kv_dtype=kv, out_dtype=o, window_left=model.window_left,
                                 has_sinks=model.has_sinks)
                             if max_kv_bytes is None or kv_bytes(p) <= max_kv_bytes:

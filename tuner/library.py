@@ -14,7 +14,7 @@ from dispatcher.registry import KernelSpec, load_registry
 from dispatcher.schema import StoreError
 from dispatcher.store import default_path, environments, open_readonly
 
-from .grid import DENSE, FULL, QUICK, problems
+from .grid import DENSE, FULL, MIXED, QUICK, problems
 from .models import preset
 from .options import SweepOptions
 from .store import Store, is_shipped
@@ -23,7 +23,7 @@ from .timing import make_timer
 if TYPE_CHECKING:               # tuner.sweep imports torch: `tuner decide` and `tuner show` never need it
     from .sweep import SweepReport
 
-GRIDS = {"quick": QUICK, "full": FULL, "dense": DENSE}
+GRIDS = {"quick": QUICK, "full": FULL, "dense": DENSE, "mixed": MIXED}
 
 
 def sweep_page_sizes() -> tuple[int, ...]:
@@ -51,7 +51,7 @@ class SweepRequest:
     kv_dtypes: tuple[str, ...] = ("bf16", "fp8")
     out_dtypes: tuple[str, ...] = ("bf16", "fp8")
     page_sizes: tuple[int, ...] | None = None
-    grid: str | None = None        # "quick" | "full" | "dense"; None: full on a GPU, quick on the CPU
+    grid: str | None = None        # "quick" | "full" | "dense" | "mixed"; None: full on a GPU, quick on the CPU
     device: str = "auto"
     timing: str | None = None      # None: graph on CUDA, wall on the CPU
 

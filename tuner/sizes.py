@@ -10,7 +10,12 @@ L2_BYTES = 60 * 2**20     # H100/H200 L2 (the rotation target below is a multipl
 
 
 def kv_bytes(p: AttentionProblem) -> int:
-    pages = p.batch_size * math.ceil(p.kv_len / p.page_size)
+    """The paged KV cache of the whole batch (each request's pages: up to one page more per request
+    than its tokens need)."""
+    if p.max_kv_len == p.kv_len:
+        pages = p.batch_size * math.ceil(p.kv_len / p.page_size)
+    else:
+        pages = math.ceil(p.batch_size * p.kv_len / p.page_size) + p.batch_size
     elem = 1 if p.kv_dtype == "fp8" else 2
     return pages * 2 * p.num_kv_heads * p.page_size * p.head_dim * elem
 

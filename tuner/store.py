@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
 import os
 import sqlite3
 from pathlib import Path
@@ -12,7 +13,16 @@ import sqlite_utils
 from dispatcher.device import DeviceInfo
 from dispatcher.pipeline import Pipeline
 from dispatcher.problem import AttentionProblem
-from dispatcher.schema import ENVIRONMENTS, MEASUREMENTS, MISSES_DDL, SCHEMA_VERSION, TRIALS_DDL, WINNERS, StoreError
+from dispatcher.schema import (
+    ADDED_IN_4,
+    ENVIRONMENTS,
+    MEASUREMENTS,
+    MISSES_DDL,
+    SCHEMA_VERSION,
+    TRIALS_DDL,
+    WINNERS,
+    StoreError,
+)
 from dispatcher.store import check_version, default_path
 from dispatcher.table import Ranking
 
@@ -45,9 +55,17 @@ class Store:
     def _migrate(self) -> None:
         if "meta" in self.db.table_names():
             if check_version(self.db.conn, self.path) < SCHEMA_VERSION:
-                with self.transaction():                        # 1 -> 2 -> 3: new tables only
+                with self.transaction():                        # 1 -> 2 -> 3: new tables; 4: new columns
                     self.db.execute(MISSES_DDL)
                     self.db.execute(TRIALS_DDL)
+                    for table, columns in ADDED_IN_4.items():
+                        have = {c.name for c in self.db[table].columns}
+                        for col in columns:
+                            if col not in have:
+                                kind = "text" if col == "lengths" else "integer"
+                                self.db.execute(f"alter table {table} add column {col} {kind}")
+                        if "max_kv_len" in columns:     # every batch measured before was uniform
+                            self.db.execute(f"update {table} set max_kv_len = kv_len where max_kv_len is null")
                     self.db.execute("update meta set value = ? where key = 'schema_version'", [str(SCHEMA_VERSION)])
             return
         if self.db.table_names():
@@ -105,12 +123,13 @@ class Store:
 
     def record(self, env_id: int, problem: AttentionProblem, results: list[dict], ranking: Ranking | None) -> None:
         """Store one problem's measurements and its winner atomically (one transaction)."""
-        prob = {k: (int(v) if isinstance(v, bool) else v) for k, v in problem.to_dict().items()}
+        prob = {k: (int(v) if isinstance(v, bool) else v) for k, v in problem.to_dict().items() if k != "seq_lens"}
         base = {"env_id": env_id, "problem_key": problem.key(), **prob}
+        laid = {"lengths": json.dumps(problem.seq_lens)} if problem.seq_lens is not None else {}
         stamp = now()
         with self.transaction():
             for r in results:
-                self.db["measurements"].insert({**base, **r, "created_at": stamp}, replace=True)
+                self.db["measurements"].insert({**base, **r, **laid, "created_at": stamp}, replace=True)
             if ranking is not None:
                 w, ru = ranking.winner, ranking.runner_up
                 self.db["winners"].insert({

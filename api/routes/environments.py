@@ -40,8 +40,8 @@ def misses(request: Request, ds: DispatchersDep, device: Optional[str] = None,
             store.add_misses(d.db, d.device.name, d.timing_mode, live_counts)
     rows = _misses(request.app.state.db, device, limit)
     keep = ("problem_key", "device_name", "source", "count", "last_seen", "phase", "num_qo_heads", "num_kv_heads",
-            "head_dim", "page_size", "batch_size", "q_len", "kv_len", "q_dtype", "kv_dtype", "out_dtype")
-    return {"misses": [{k: r[k] for k in keep} for r in rows], "count": len(rows)}
+            "head_dim", "page_size", "batch_size", "q_len", "kv_len", "max_kv_len", "q_dtype", "kv_dtype", "out_dtype")
+    return {"misses": [{k: r.get(k) for k in keep} for r in rows], "count": len(rows)}
 
 
 @router.get("/coverage")
@@ -57,6 +57,7 @@ def coverage(ds: DispatchersDep, request: Request, device: Optional[str] = None)
                      "page_size": fam[4], "kv_dtype": fam[6], "out_dtype": fam[7], "measured_cells": len(b),
                      "batch_size": [min(x.batch_size for x in b), max(x.batch_size for x in b)],
                      "kv_len": [min(x.kv_len for x in b), max(x.kv_len for x in b)],
+                     "skew": [min(x.skew for x in b), max(x.skew for x in b)],
                      "learned": len(b) >= 3})
     return {"device": d.device.name, "timing_mode": d.timing_mode, "families": fams,
             "misses": _misses(request.app.state.db, d.device.name, 20)}

@@ -106,6 +106,8 @@ def evaluate_offgrid(db, offgrid_db, device: str | None = None, methods=("learne
     measured = measured_problems(read_rows(offgrid_db, dev, default_timing_mode(dev)))
     if not measured:
         raise ValueError(f"no ok measurements for {dev.name} in {store.default_path(offgrid_db)}")
+    if any(p.skew > 1 for p in measured):         # a mixed-length set: also as the rules key a batch
+        methods = (*methods, *(m for m in KEYED if m not in methods))
     configs = score(full, measured, dev, methods, config)
     return {"device": dev.name, "offgrid_db": str(offgrid_db), "problems": len(measured),
             "configs": configs, "overall": overall(configs)}
@@ -164,11 +166,22 @@ def _as_measured(full: Table, cells: set) -> dict:
     return {c: full.by_cell[c] for c in cells}
 
 
+# the learned model asked about a mixed batch as if it were uniform at one of its lengths: the
+# longest request (as vLLM keys a batch, by max_seq_len) or the mean
+KEYED = {"max-keyed": "max_kv_len", "mean-keyed": "kv_len"}
+
+
+def keyed(p, by: str):
+    """p as a uniform batch of every request at its `by` length (max_kv_len or kv_len)."""
+    n = getattr(p, by)
+    return p.with_sizes(kv_len=n, max_kv_len=n)
+
+
 def score(train: Table, held: dict, dev: DeviceInfo, methods, config: PredictorConfig | None = None) -> dict:
     """Per configuration: regret of each method's choice on the held-out problems (problem -> its
     measured timings by pipeline), and its speedup over the rules, from the measured times there."""
     registry = load_registry()
-    choosers = {m: Dispatcher(train, dev, registry, learned=(m == "learned"), predictor=config)
+    choosers = {m: Dispatcher(train, dev, registry, learned=(m == "learned" or m in KEYED), predictor=config)
                 for m in methods if m != "rounded"}
     rows = defaultdict(lambda: defaultdict(list))
     for b in sorted(held, key=lambda b: b.key()):
@@ -183,6 +196,8 @@ def score(train: Table, held: dict, dev: DeviceInfo, methods, config: PredictorC
         for m in methods:
             if m == "rounded":
                 pid = rounded_choice(train, b, budget)
+            elif m in KEYED:
+                pid = choosers[m].choose(keyed(b, KEYED[m])).pipeline
             else:
                 dec = choosers[m].choose(b)
                 pid = dec.pipeline
@@ -217,7 +232,8 @@ WORST = 3     # held-out shapes listed per configuration: where the model misses
 
 
 def _miss(b, chosen: Timing, best: Timing) -> dict:
-    return {"shape": f"batch={b.batch_size} q_len={b.q_len} kv_len={b.kv_len}",
+    top = f" max_kv_len={b.max_kv_len}" if b.max_kv_len != b.kv_len else ""
+    return {"shape": f"batch={b.batch_size} q_len={b.q_len} kv_len={b.kv_len}{top}",
             "regret": chosen.median_us / best.median_us, "chose": chosen.pipeline.id, "chose_us": chosen.median_us,
             "best": best.pipeline.id, "best_us": best.median_us}
 

@@ -24,7 +24,8 @@ def decide(
     head_dim: Annotated[int, typer.Option()] = DEFAULTS["head_dim"],
     page_size: Annotated[int, typer.Option()] = DEFAULTS["page_size"],
     batch_size: Annotated[Optional[int], typer.Option()] = None,
-    kv_len: Annotated[Optional[int], typer.Option()] = None,
+    kv_len: Annotated[Optional[int], typer.Option(help="KV tokens per request (the mean in a mixed batch)")] = None,
+    max_kv_len: Annotated[Optional[int], typer.Option(help="the longest request's KV tokens (default: kv-len)")] = None,
     q_len: Annotated[int, typer.Option()] = DEFAULTS["q_len"],
     q_dtype: Annotated[str, typer.Option()] = DEFAULTS["q_dtype"],
     kv_dtype: Annotated[str, typer.Option()] = DEFAULTS["kv_dtype"],
@@ -56,7 +57,8 @@ def decide(
     if missing:
         raise ValueError(f"{', '.join(missing)} required (or --input FILE)")
     prob = AttentionProblem(phase=phase, num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
-                            page_size=page_size, batch_size=batch_size, kv_len=kv_len, q_len=q_len, q_dtype=q_dtype,
+                            page_size=page_size, batch_size=batch_size, kv_len=kv_len, max_kv_len=max_kv_len or 0,
+                            q_len=q_len, q_dtype=q_dtype,
                             kv_dtype=kv_dtype, out_dtype=out_dtype, causal=causal, window_left=window_left,
                             has_sinks=has_sinks)
     dec = dispatcher_for(db, device).choose(prob)

@@ -32,6 +32,9 @@ def sweep(
     full: Annotated[bool, typer.Option("--full", help="the full grid (the default on a GPU)")] = False,
     dense: Annotated[bool, typer.Option("--dense", help="the full grid with the half-octave sizes between (3.4x "
                                                         "the decode points: for --search adaptive)")] = False,
+    mixed: Annotated[bool, typer.Option("--mixed", help="the full grid with decode's skew axis: batches with one "
+                                                        "request 2-32x the mean (3.3x the decode points: for "
+                                                        "--search adaptive)")] = False,
     timing: Annotated[Optional[str], typer.Option(help="graph | eager on CUDA (default graph); the CPU uses "
                                                        "wall")] = None,
     max_relerr: Annotated[Optional[float], typer.Option(help="accuracy budget for every pipeline (default: per "
@@ -65,8 +68,8 @@ def sweep(
 
     Example: tuner sweep --model llama4-scout --device cuda
     """
-    if quick + full + dense > 1:
-        raise typer.BadParameter("give one of --quick, --full, --dense")
+    if quick + full + dense + mixed > 1:
+        raise typer.BadParameter("give one of --quick, --full, --dense, --mixed")
     if search not in ("grid", "adaptive"):
         raise typer.BadParameter(f"--search {search!r} is not grid or adaptive")
     if not 0 < budget <= 1:
@@ -79,7 +82,7 @@ def sweep(
         model=model, tps=csv(tp, int, "--tp"), phases=csv(phases, name="--phases"),
         kv_dtypes=csv(kv_dtypes, name="--kv-dtypes"), out_dtypes=csv(out_dtypes, name="--out-dtypes"),
         page_sizes=csv(page_sizes, int, "--page-sizes"),
-        grid="quick" if quick else "full" if full else "dense" if dense else None,
+        grid="quick" if quick else "full" if full else "dense" if dense else "mixed" if mixed else None,
         device=device or "auto", timing=timing)
     import time
     opts = SweepOptions(max_relerr=max_relerr, retry_failed=retry_failed, isolate=isolate,
@@ -158,7 +161,8 @@ def _ray_sweep(req, problems, db, opts, address: str, shards: int | None) -> Non
 
 def _outcome_line(o) -> str:
     p = o.problem
-    shape = f"{p.phase} b={p.batch_size} q={p.q_len} kv={p.kv_len} {p.kv_dtype}/{p.out_dtype}"
+    top = f" max={p.max_kv_len}" if p.max_kv_len != p.kv_len else ""
+    shape = f"{p.phase} b={p.batch_size} q={p.q_len} kv={p.kv_len}{top} {p.kv_dtype}/{p.out_dtype}"
     return f"{shape} -> {escape(o.winner or '-')}"
 
 

@@ -76,7 +76,7 @@ class PagedPrefill(PlanOnce):
         extra = {}
         if self.backend == "cudnn":
             extra = dict(seq_lens=x.seq_lens, seq_lens_q=torch.full_like(x.seq_lens, p.q_len),
-                         block_tables=x.page_table, max_token_per_sequence=p.q_len, max_sequence_kv=p.kv_len)
+                         block_tables=x.page_table, max_token_per_sequence=p.q_len, max_sequence_kv=p.max_kv_len)
         w.plan(x.qo_indptr, x.kv_indptr, x.kv_indices, x.last_page_len, p.num_qo_heads, p.num_kv_heads,
                p.head_dim, p.page_size, causal=p.causal, sm_scale=x.sm_scale, window_left=p.window_left,
                q_data_type=q.dtype, kv_data_type=TORCH_DTYPES[p.kv_dtype], o_data_type=model_dtype(x),

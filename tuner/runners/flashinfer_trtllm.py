@@ -14,7 +14,8 @@ from ._common import FlashInferRunner, compose, no_sinks, out_buffers, query_ste
 
 
 def _cum_kv(x: PagedInputs) -> torch.Tensor:
-    return torch.arange(x.problem.batch_size + 1, dtype=torch.int32, device=x.q.device) * x.problem.kv_len
+    """Where each request's keys start in the batch's keys: the running sum of their lengths."""
+    return torch.cumsum(torch.tensor((0, *x.lens), dtype=torch.int32), 0, dtype=torch.int32).to(x.q.device)
 
 
 def _io(pipe: Pipeline, x: PagedInputs):
@@ -41,7 +42,7 @@ class FmhaV2(FlashInferRunner):
         def kernel():
             fmha_v2_narrow.use_head_size(p.head_dim)    # which narrow module FlashInfer's lookup gets
             return trtllm_fmha_v2_prefill(
-                (q, x.kv_cache), "Q_PAGED_KV_HND", ws, x.seq_lens, p.q_len, p.kv_len,
+                (q, x.kv_cache), "Q_PAGED_KV_HND", ws, x.seq_lens, p.q_len, p.max_kv_len,
                 bmm1_scale=bmm1, bmm2_scale=bmm2, batch_size=p.batch_size, cum_seq_lens_q=x.qo_indptr,
                 cum_seq_lens_kv=cum_kv,
                 block_tables=x.page_table, out=kout, out_dtype=kout.dtype, mask_mode=mask,
@@ -62,7 +63,7 @@ class TrtllmGen(FlashInferRunner):
         if p.phase == "decode":
             def kernel():
                 return trtllm_batch_decode_with_kv_cache(
-                    q, x.kv_cache, ws, x.page_table, x.seq_lens, p.kv_len, bmm1_scale=bmm1, bmm2_scale=bmm2,
+                    q, x.kv_cache, ws, x.page_table, x.seq_lens, p.max_kv_len, bmm1_scale=bmm1, bmm2_scale=bmm2,
                     window_left=p.window_left, out=kout, out_dtype=kout.dtype, kv_layout="HND",
                     enable_pdl=pdl, backend="trtllm-gen")
         else:
@@ -70,7 +71,7 @@ class TrtllmGen(FlashInferRunner):
 
             def kernel():
                 return trtllm_batch_context_with_kv_cache(
-                    q, x.kv_cache, ws, x.page_table, x.seq_lens, p.q_len, p.kv_len, bmm1, bmm2,
+                    q, x.kv_cache, ws, x.page_table, x.seq_lens, p.q_len, p.max_kv_len, bmm1, bmm2,
                     p.batch_size, x.qo_indptr, cum_kv, window_left=p.window_left, out=kout,
                     out_dtype=kout.dtype, kv_layout="HND", enable_pdl=pdl, causal=p.causal)
         return compose(pre, kernel, post)

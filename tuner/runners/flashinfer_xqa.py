@@ -25,7 +25,7 @@ class Xqa(FlashInferRunner):
 
         def kernel():
             return trtllm_batch_decode_with_kv_cache(
-                x.q, x.kv_cache, ws, x.page_table, x.seq_lens, p.kv_len,
+                x.q, x.kv_cache, ws, x.page_table, x.seq_lens, p.max_kv_len,
                 bmm1_scale=x.k_scale * x.sm_scale, bmm2_scale=x.v_scale / o_scale, window_left=p.window_left,
                 out=kout, out_dtype=kout.dtype, kv_layout="HND", enable_pdl=pdl, backend="xqa", o_scale=o_scale)
         return compose(None, kernel, post)

@@ -29,16 +29,18 @@ class TorchSdpa:
         name = pipe.tactic_dict().get("backend", "flash")
         backend = BACKENDS[name]
         model_dtype = TORCH_DTYPES[p.q_dtype if p.q_dtype != "fp8" else "bf16"]
-        B, Lq, L, H, Hkv, D = p.batch_size, p.q_len, p.kv_len, p.num_qo_heads, p.num_kv_heads, p.head_dim
+        # every request padded to the longest: a mixed batch masks each one's keys past its own length
+        B, Lq, L, H, Hkv, D = p.batch_size, p.q_len, p.max_kv_len, p.num_qo_heads, p.num_kv_heads, p.head_dim
         table = x.page_table.long()
-        pos = torch.arange(L - Lq, L, device=x.q.device)
+        mixed = len(set(x.lens)) > 1
         mask = None
-        needs_mask = p.window_left >= 0 or (p.causal and Lq > 1)
+        needs_mask = p.window_left >= 0 or (p.causal and Lq > 1) or mixed
         if needs_mask:
             if name == "flash" and x.q.is_cuda:   # said before the gather: SDPA's own error names no reason
                 raise ValueError("torch-sdpa[backend=flash] on CUDA takes no attention mask; this problem needs "
-                                 "one (causal with a cached prefix, or a sliding window)")
-            mask = allowed_keys(p, pos, x.q.device)          # causal from the bottom right
+                                 "one (causal with a cached prefix, a sliding window, or requests of mixed lengths)")
+            mask = request_masks(x) if mixed else allowed_keys(p, torch.arange(L - Lq, L, device=x.q.device),
+                                                                 x.q.device)   # causal from the bottom right
         # the efficient backend has no enable_gqa: it gets the KV heads repeated in the gather instead
         repeat = p.group_size if name == "efficient" and H != Hkv else 1
         out_fp8 = torch.empty((B * Lq, H, D), dtype=torch.float8_e4m3fn, device=x.q.device) if pipe.out_quant else None
@@ -61,6 +63,16 @@ class TorchSdpa:
             return quantize_fp8(o, x.o_scale, out_fp8) if out_fp8 is not None else o
 
         return run
+
+
+def request_masks(x: PagedInputs) -> torch.Tensor:
+    """[batch, 1, q_len, longest] bool: each request's allowed keys within its own length."""
+    p = x.problem
+    out = torch.zeros((p.batch_size, 1, p.q_len, p.max_kv_len), dtype=torch.bool, device=x.q.device)
+    for b, n in enumerate(x.lens):
+        pos = torch.arange(n - p.q_len, n, device=x.q.device)
+        out[b, 0, :, :n] = allowed_keys(p, pos, x.q.device, n)
+    return out
 
 
 RUNNER = TorchSdpa()

@@ -15,7 +15,6 @@ Per family:
 Measuring is the caller's: `measure(problems)` runs them (a sweep on the GPU, or a replay)."""
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections import defaultdict
 from collections.abc import Callable
@@ -29,8 +28,9 @@ NEIGHBOURS = 4        # measured neighbours whose winners are compared
 STEP = 4              # points measured between refits
 
 
-def log_sizes(p: AttentionProblem) -> tuple[float, float, float]:
-    return math.log2(p.batch_size), math.log2(p.q_len), math.log2(p.kv_len)
+def log_sizes(p: AttentionProblem) -> tuple[float, float, float, float]:
+    """Where p sits for spreading points: log2 of batch, q_len, mean KV and longest-over-mean."""
+    return math.log2(p.batch_size), math.log2(p.q_len), math.log2(p.kv_len), math.log2(p.skew)
 
 
 def farthest_first(points: list[AttentionProblem], n: int) -> list[AttentionProblem]:
@@ -84,8 +84,9 @@ def allocate(sizes: dict[tuple, int], total: int) -> dict[tuple, int]:
 def midpoint(a: AttentionProblem, b: AttentionProblem) -> AttentionProblem | None:
     """The cell halfway between two shapes that differ along one size (log scale), or None when
     they are adjacent cells already or differ along more than one."""
-    da, db = (a.batch_size, a.q_len, a.kv_len), (b.batch_size, b.q_len, b.kv_len)
-    axes = [i for i in range(3) if da[i] != db[i]]
+    da = (a.batch_size, a.q_len, a.kv_len, a.max_kv_len)
+    db = (b.batch_size, b.q_len, b.kv_len, b.max_kv_len)
+    axes = [i for i in range(4) if da[i] != db[i]]
     if len(axes) != 1:
         return None
     i = axes[0]
@@ -95,9 +96,8 @@ def midpoint(a: AttentionProblem, b: AttentionProblem) -> AttentionProblem | Non
         mid = cell_size((size_cell(da[i]) + size_cell(db[i])) // 2)
     if mid in (da[i], db[i]):
         return None
-    sizes = list(da)
-    sizes[i] = mid
-    return dataclasses.replace(a, batch_size=sizes[0], q_len=sizes[1], kv_len=max(sizes[2], sizes[1]))
+    names = ("batch_size", "q_len", "kv_len", "max_kv_len")
+    return a.with_sizes(**{names[i]: mid}).cell()
 
 
 def crossovers(model: FittedModel, family: list[AttentionProblem]) -> list[AttentionProblem]:

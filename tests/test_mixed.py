@@ -1,0 +1,154 @@
+"""Mixed-length batches: the problem's mean and longest request, their validation, the layouts a sweep
+measures, decisions that follow each kernel's ragged cost, and the field through CLI, REST and store."""
+import dataclasses
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from dispatcher import AttentionProblem
+from dispatcher.device import H200
+from dispatcher.dispatch import Dispatcher, load
+from dispatcher.pipeline import Pipeline
+from dispatcher.problem import ProblemError
+from dispatcher.table import Table, Timing
+from tests.conftest import ROOT
+from tuner.grid import FULL, MIXED, sizes
+from tuner.lengths import lengths
+
+TP4 = dict(phase="decode", num_qo_heads=10, num_kv_heads=2, head_dim=128, page_size=16, kv_dtype="fp8",
+           out_dtype="bf16")
+XQA = Pipeline("trtllm-xqa", "bf16", "fp8", "bf16", tactic=(("enable_pdl", True),))
+TC = Pipeline("fa2-tc", "bf16", "fp8", "bf16", tactic=(("fixed_split_size", 0),))
+
+
+def test_max_kv_len_defaults_to_kv_len_and_out_of_range_names_the_field():
+    p = AttentionProblem(**TP4, batch_size=4, kv_len=1000)
+    assert p.max_kv_len == 1000 and p.skew == 1.0 and "longest" not in p.describe()
+    assert p.key() == AttentionProblem(**TP4, batch_size=4, kv_len=1000, max_kv_len=1000).key()
+    with pytest.raises(ProblemError) as e:
+        AttentionProblem(**TP4, batch_size=4, kv_len=1000, max_kv_len=999)
+    assert e.value.field == "max_kv_len"
+    assert str(e.value).startswith("max_kv_len 999 is out of range for batch_size 4 x kv_len 1000; the longest "
+                                   "request holds from kv_len (the mean) to 3997 tokens")
+    with pytest.raises(ProblemError, match="max_kv_len 3998 is out of range"):
+        AttentionProblem(**TP4, batch_size=4, kv_len=1000, max_kv_len=3998)
+    top = AttentionProblem(**TP4, batch_size=4, kv_len=1000, max_kv_len=3997)     # the others at q_len each
+    assert top.skew == pytest.approx(3.997) and "longest 3997" in top.describe()
+
+
+def test_from_seq_lens_takes_the_batch_statistics_and_refuses_a_second_source():
+    p = AttentionProblem.from_seq_lens(seq_lens=[32768] + [1600] * 63, **{k: v for k, v in TP4.items()})
+    assert (p.batch_size, p.kv_len, p.max_kv_len) == (64, 2087, 32768)
+    assert p.seq_lens == (32768,) + (1600,) * 63
+    assert p == dataclasses.replace(p, seq_lens=None)          # the lengths are not the problem's identity
+    with pytest.raises(ProblemError, match="kv_len comes from seq_lens; leave it out"):
+        AttentionProblem.from_seq_lens(seq_lens=[10, 20], kv_len=15, **TP4)
+    with pytest.raises(ProblemError, match="seq_lens is empty"):
+        AttentionProblem.from_seq_lens(seq_lens=[], **TP4)
+    back = AttentionProblem.from_dict(json.loads(json.dumps(p.to_dict())))
+    assert back == p and back.seq_lens == p.seq_lens
+    with pytest.raises(ProblemError, match="max_kv_len 5000 disagrees with seq_lens"):
+        AttentionProblem.from_dict({**p.to_dict(), "max_kv_len": 5000})
+
+
+@pytest.mark.parametrize("b,kv,top", [(2, 100, 199), (8, 700, 4200), (64, 2100, 32768), (256, 500, 16000),
+                                      (3, 17, 40), (1, 1000, 1000)])
+@pytest.mark.parametrize("layout", ["one-long", "spread"])
+def test_both_layouts_keep_the_batch_statistics(b, kv, top, layout):
+    p = AttentionProblem(**TP4, batch_size=b, kv_len=kv, max_kv_len=top)
+    lens = lengths(p, layout)
+    assert len(lens) == b and sum(lens) == b * kv and max(lens) == top and min(lens) >= p.q_len
+    if layout == "one-long" and b > 2:
+        assert max(lens[1:]) - min(lens[1:]) <= 1          # the others as equal as the mean allows
+
+
+def test_the_mixed_grid_adds_a_skew_axis_within_what_each_batch_allows():
+    uniform, mixed = sizes("decode", FULL), sizes("decode", MIXED)
+    assert set(uniform) < set(mixed) and len(mixed) == 360
+    for b, _, kv, top in mixed:
+        assert top in {kv * s for s in (1, 2, 4, 8, 16, 32)} and top <= 131072 and top <= b * kv - (b - 1)
+    assert (64, 1, 2048, 65536) in mixed and (2, 1, 2048, 4096) not in mixed     # batch 2 cannot be 2x skewed
+
+
+def uniform_table() -> Table:
+    """The issue's H200 times of uniform batches (FP8 KV, 10/2 heads): XQA wins at both lengths."""
+    t = Table()
+    for b in (32, 64, 128):
+        for kv, x, tc in ((2048, 30, 46), (4096, 55, 80), (16384, 180, 210), (32768, 351, 404)):
+            p = AttentionProblem(**TP4, batch_size=b, kv_len=kv)
+            t.add(p, Timing(XQA, x * b / 64, 1.0, 0.04))
+            t.add(p, Timing(TC, tc * b / 64, 1.0, 0.003))
+    return t
+
+
+def test_one_long_request_flips_the_decision_that_a_max_or_mean_key_gets_wrong():
+    d = Dispatcher(uniform_table(), H200)
+    mixed = d.choose(AttentionProblem(**TP4, batch_size=64, kv_len=2100, max_kv_len=32768))
+    # XQA's time follows its longest request (~351 us), FA2-TC's the total (~46 us)
+    assert mixed.kernel == "fa2-tc" and mixed.source == "learned", mixed.reason
+    assert "max_kv_len=32768" in mixed.reason and "longest request" in mixed.reason
+    assert d.choose(AttentionProblem(**TP4, batch_size=64, kv_len=32768)).kernel == "trtllm-xqa"   # max key
+    assert d.choose(AttentionProblem(**TP4, batch_size=64, kv_len=2100)).kernel == "trtllm-xqa"    # mean key
+
+
+def test_measured_mixed_batches_outrank_the_prior():
+    t = uniform_table()
+    measured = AttentionProblem(**TP4, batch_size=64, kv_len=2048, max_kv_len=32768)
+    t.add(measured, Timing(XQA, 40.0, 1.0, 0.04))        # a family with mixed batches measured: the model reads them
+    t.add(measured, Timing(TC, 60.0, 1.0, 0.003))
+    dec = Dispatcher(t, H200).choose(measured)
+    assert dec.kernel == "trtllm-xqa" and dec.source == "measured"
+
+
+def test_the_cli_and_rest_take_max_kv_len(tmp_path):
+    args = ["--phase", "decode", "--num-qo-heads", "10", "--num-kv-heads", "2", "--head-dim", "128",
+            "--kv-dtype", "fp8", "--batch-size", "64", "--kv-len", "2100", "--db", "none", "--json"]
+    r = subprocess.run([sys.executable, "-m", "tuner", "decide", *args, "--max-kv-len", "32768"],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert "max_kv_len=32768" in json.loads(r.stdout)["reason"] or json.loads(r.stdout)["source"] == "rule"
+    bad = subprocess.run([sys.executable, "-m", "tuner", "decide", *args, "--max-kv-len", "10"],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert bad.returncode != 0 and "max_kv_len 10 is out of range" in bad.stderr
+    from tests.conftest import in_process
+    with in_process(db=None) as client:
+        q = dict(phase="decode", num_qo_heads=10, num_kv_heads=2, head_dim=128, kv_dtype="fp8", batch_size=64,
+                 kv_len=2100, device="NVIDIA H200")
+        ok = client.get("/v1/decision", params={**q, "max_kv_len": 32768})
+        wrong = client.get("/v1/decision", params={**q, "max_kv_len": 10})
+    assert ok.status_code == 200, ok.text
+    assert wrong.status_code == 422 and "max_kv_len 10 is out of range" in wrong.text
+
+
+def test_a_cpu_sweep_measures_a_mixed_batch_per_request_and_stores_its_lengths(tmp_path):
+    p = AttentionProblem.from_seq_lens(seq_lens=[300, 40, 50, 60], phase="decode", num_qo_heads=8, num_kv_heads=2,
+                                       head_dim=64, page_size=16)
+    f = tmp_path / "p.jsonl"
+    f.write_text(json.dumps(p.to_dict()) + "\n")
+    db = tmp_path / "h.db"
+    r = subprocess.run([sys.executable, "-m", "tuner", "sweep", "--problems", str(f), "--device", "cpu",
+                        "--db", str(db)], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = sqlite3.connect(db).execute("select status, relerr, max_kv_len, kv_len, lengths from measurements")
+    rows = rows.fetchall()
+    assert rows and all(s == "ok" for s, *_ in rows), rows        # every output checked per request
+    assert {(m, k, ln) for _, _, m, k, ln in rows} == {(300, 113, "[300, 40, 50, 60]")}
+
+
+def test_an_old_database_opens_as_uniform_batches_and_migrates(tmp_path):
+    old = tmp_path / "old.db"
+    shutil.copy(ROOT / "heuristics.db", old)
+    con = sqlite3.connect(old)
+    assert con.execute("select value from meta").fetchone()[0] == "3"
+    con.close()
+    d = load(old, "NVIDIA H200")
+    assert d.choose(AttentionProblem(**TP4, batch_size=64, kv_len=2048, max_kv_len=32768)).source == "learned"
+    from tuner.store import Store
+    Store(old).close()
+    con = sqlite3.connect(old)
+    assert con.execute("select value from meta").fetchone()[0] == "4"
+    assert con.execute("select count(*) from measurements where max_kv_len != kv_len").fetchone()[0] == 0
