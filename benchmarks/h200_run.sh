@@ -38,12 +38,12 @@ built=$(grep -c "pipeline configurations load\|verified earlier" $OUT/sweep.log)
 # reruns ninja's dependency scan at each load, and setup.sh reinstalls the tvm-ffi wheel every call
 # (fresh header mtimes: ninja then finds every object stale), so each module was compiled again
 # inside the sweep's worker, one at a time (2026-12-04b call C: ~250 s of a 413-s adaptive sweep)
-[ -n "$new_so" ] && [ "$built" -gt 0 ] && (cd /tmp/fiws/.cache/flashinfer/*/*/cached_ops && for f in $new_so; do mkdir -p $aot/${f%/*} && cp -n $f $aot/$f; done) && echo "AOT modules installed here: $(ls $aot | wc -l)" | tee -a $OUT/sweep.log
+[ -n "$new_so" ] && [ "$built" -gt 0 ] && (cd /tmp/fiws/.cache/flashinfer/*/*/cached_ops && for f in $new_so; do mkdir -p $aot/${f%/*} && cp --update=none $f $aot/$f; done) && echo "AOT modules installed here: $(ls $aot | wc -l)" | tee -a $OUT/sweep.log
 [ -n "${SAVE_AOT:-}" ] && [ "$built" = 0 ] && echo "AOT not saved: the JIT build did not finish in this call" | tee -a $OUT/sweep.log
 if [ -z "${NOTESTS:-}" ] && [ "$(left)" -gt 150 ]; then
-  echo "+ python3 -m pytest -m gpu tests/gpu -v -s --durations=10" | tee $OUT/gpu-tests.log
+  echo "+ python3 -m pytest -m gpu tests/gpu -n 0 -v -s --durations=10" | tee $OUT/gpu-tests.log
   tt=$(( $(left) / 2 )); [ $tt -gt 120 ] && tt=120
-  timeout $tt python3 -m pytest -m gpu tests/gpu -v -s --durations=10 -p no:cacheprovider 2>&1 | tee -a $OUT/gpu-tests.log
+  timeout $tt python3 -m pytest -m gpu tests/gpu -n 0 -v -s --durations=10 -p no:cacheprovider 2>&1 | tee -a $OUT/gpu-tests.log
 fi
 if [ "$(left)" -gt 60 ]; then
   mins=$(python3 -c "print(max(0.0, ($(left) - 50) / 60))")

@@ -146,9 +146,11 @@ class AttentionProblem:
                                "the new tokens too, so kv_len >= q_len")
         longest = self.batch_size * self.kv_len - (self.batch_size - 1) * self.q_len
         if not self.kv_len <= self.max_kv_len <= longest:
+            hint = (" (dataclasses.replace keeps max_kv_len: change sizes with with_sizes(), or pass max_kv_len=0 "
+                    "for a uniform batch)" if self.max_kv_len < self.kv_len else "")
             raise ProblemError("max_kv_len", f"max_kv_len {self.max_kv_len} is out of range for batch_size "
                                f"{self.batch_size} x kv_len {self.kv_len}; the longest request holds from kv_len "
-                               f"(the mean) to {longest} tokens (all but q_len per other request)")
+                               f"(the mean) to {longest} tokens (all but q_len per other request){hint}")
         if self.seq_lens is not None:
             lens = tuple(_int("kv_len", n) for n in self.seq_lens)
             if len(lens) != self.batch_size or max(lens) != self.max_kv_len or min(lens) < self.q_len:
@@ -215,7 +217,7 @@ class AttentionProblem:
         kv = max(kv_len or self.kv_len, q)
         top = max_kv_len or round(kv * self.skew)
         top = max(kv, min(top, b * kv - (b - 1) * q))
-        return dataclasses.replace(self, batch_size=b, q_len=q, kv_len=kv, max_kv_len=top)
+        return dataclasses.replace(self, batch_size=b, q_len=q, kv_len=kv, max_kv_len=top, seq_lens=None)
 
     def cell(self) -> AttentionProblem:
         """The problem that stands for this one's cell (see CELLS_PER_OCTAVE): the same batch size,
@@ -226,7 +228,7 @@ class AttentionProblem:
         top = min(top, longest)
         if (q, kv, top) == (self.q_len, self.kv_len, self.max_kv_len):
             return self
-        return dataclasses.replace(self, q_len=q, kv_len=max(kv, q), max_kv_len=max(top, kv, q))
+        return dataclasses.replace(self, q_len=q, kv_len=max(kv, q), max_kv_len=max(top, kv, q), seq_lens=None)
 
     def cell_key(self) -> tuple[Any, ...]:
         """What identifies this problem's cell, without building its representative (cheap)."""

@@ -65,7 +65,7 @@ def test_the_reference_catches_a_runner_reading_uniform_lengths(kernel, device):
     p = MIXED[0]
     pipe = next(c for c in candidates(load_registry(), p, device, False) if c.kernel == kernel)
     x = make_inputs(p, "cuda")
-    uniform = make_inputs(dataclasses.replace(p, kv_len=p.max_kv_len, max_kv_len=p.max_kv_len), "cuda")
+    uniform = make_inputs(p.with_sizes(kv_len=p.max_kv_len, max_kv_len=p.max_kv_len), "cuda")
     wrong = dataclasses.replace(x, kv_cache=uniform.kv_cache, page_table=uniform.page_table,
                                 seq_lens=uniform.seq_lens, kv_indptr=uniform.kv_indptr, kv_indices=uniform.kv_indices,
                                 last_page_len=uniform.last_page_len)

@@ -75,7 +75,7 @@ def test_graph_sweep_records_h200_winners(device, tmp_path):
     from tuner.store import Store
     from tuner.sweep import run_sweep
     from tuner.timing import TimingConfig, make_timer
-    probs = [PROBLEMS[3], dataclasses.replace(PROBLEMS[3], batch_size=64, kv_len=8192)]
+    probs = [PROBLEMS[3], PROBLEMS[3].with_sizes(batch_size=64, kv_len=8192)]
     s = Store(tmp_path / "h.db")
     report = run_sweep(probs, device, s, make_timer("graph", TimingConfig(rounds=5)), registry=load_registry())
     s.close()

@@ -47,7 +47,8 @@ class _Needs(Exception):
 
 def tiny(p: AttentionProblem) -> AttentionProblem:
     q = 1 if p.phase == "decode" else 16
-    return dataclasses.replace(p, batch_size=1, q_len=q, kv_len=max(4 * p.page_size, 64), max_kv_len=0)
+    return dataclasses.replace(p, batch_size=1, q_len=q, kv_len=max(4 * p.page_size, 64), max_kv_len=0,
+                               seq_lens=None)
 
 
 def compile_key(p: AttentionProblem, pipe: Pipeline) -> tuple:
