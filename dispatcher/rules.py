@@ -63,11 +63,34 @@ def vllm_2026(p: AttentionProblem, d: DeviceInfo) -> list[Pick]:
     return picks + [Pick("torch-sdpa")]
 
 
+def vllm_0_33(p: AttentionProblem, d: DeviceInfo) -> list[Pick]:
+    """vLLM 0.33.0's FlashInfer backend as it decides (vllm/utils/flashinfer.py, v1/attention/backends/
+    flashinfer.py): decode's kernel is fixed at start-up, TRT-LLM wherever the arch has one (XQA on SM90
+    for every KV dtype, trtllm-gen on SM100); prefill uses TRT-LLM only on SM100 (trtllm-gen), else
+    FlashInfer's native prefill, FA3 on SM90 (an FP8 query with FP8 KV) and FA2 below; attention writes
+    FP8 itself only on SM100 with a quantized KV cache ("XQA does not support FP8 output")."""
+    if d.kind == "cpu":
+        return [Pick("torch-sdpa")]
+    picks = []
+    if d.sm in (100, 103):
+        picks.append(Pick("trtllm-gen", fused_out=p.kv_dtype == "fp8"))
+    elif d.sm == 90 and p.phase == "decode":
+        picks.append(Pick("trtllm-xqa"))
+    if p.phase == "decode":
+        picks += [Pick("fa2-tc"), Pick("fa2")]
+    elif d.sm == 90:
+        picks += [Pick("fa3"), Pick("fa2")]
+    else:
+        picks += [Pick("fa2"), Pick("fa3")]
+    return picks + [Pick("torch-sdpa")]
+
+
 RULES: dict[str, Callable[[AttentionProblem, DeviceInfo], list[Pick]]] = {
+    "vllm-0.33": vllm_0_33,
     "vllm-2026": vllm_2026,
     "vllm-2025": vllm_2025,
 }
-DEFAULT_RULE = "vllm-2026"
+DEFAULT_RULE = "vllm-0.33"      # what vLLM runs today; the older rules are kept for history
 
 
 def rule_pick(rule: str, p: AttentionProblem, d: DeviceInfo, registry: dict[str, KernelSpec],

@@ -41,7 +41,7 @@ def test_learned_prediction_between_measured_shapes(swept_db):
 
 def test_rule_where_the_family_was_never_measured(swept_db):
     dec = load(swept_db[0], "cpu").choose(small(head_dim=128))
-    assert dec.source == "rule" and dec.expected_us is None and "rule vllm-2026" in dec.reason
+    assert dec.source == "rule" and dec.expected_us is None and "rule vllm-0.33" in dec.reason
 
 
 def test_cpu_measurements_are_never_applied_to_a_gpu(swept_db):

@@ -30,3 +30,17 @@ def test_vllm_2025_never_uses_trtllm_for_fp8_kv():
 
 def test_fused_fp8_out_only_on_sm100():
     assert pick("vllm-2026", small(**SCOUT, kv_dtype="fp8", out_dtype="fp8"), B200) == "trtllm-gen+q-quant+fused-out"
+
+
+def test_vllm_0_33_runs_xqa_for_every_sm90_decode_and_never_writes_fp8_there():
+    # vLLM 0.33 fixes XQA at start-up for BF16 and FP8 KV alike, and quantizes XQA's output separately
+    assert pick("vllm-0.33", small(**SCOUT), H200) == "trtllm-xqa[enable_pdl=true]"
+    assert (pick("vllm-0.33", small(**SCOUT, kv_dtype="fp8", out_dtype="fp8"), H200)
+            == "trtllm-xqa[enable_pdl=true]+out-quant")
+    # prefill: FlashInfer's native FA3 on SM90, with an FP8 query for an FP8 cache
+    prefill = dict(phase="prefill", q_len=64, kv_len=128)
+    assert pick("vllm-0.33", small(**SCOUT, **prefill, kv_dtype="fp8"), H200) == "fa3+q-quant"
+    assert pick("vllm-0.33", small(**SCOUT, **prefill), H200) == "fa3"
+    # SM100: trtllm-gen for both phases, writing FP8 itself only with a quantized cache
+    assert pick("vllm-0.33", small(**SCOUT, kv_dtype="fp8", out_dtype="fp8"), B200) == "trtllm-gen+q-quant+fused-out"
+    assert pick("vllm-0.33", small(**SCOUT, out_dtype="fp8"), B200) == "trtllm-gen+out-quant"

@@ -48,4 +48,4 @@ def test_other_programs_sqlite_and_garbage_are_refused(tmp_path):
 def test_missing_database_gives_rule_decisions(tmp_path):
     from tests.conftest import small
     dec = load(tmp_path / "none.db", "cpu").choose(small())
-    assert dec.source == "rule" and "vllm-2026" in dec.reason
+    assert dec.source == "rule" and "vllm-0.33" in dec.reason

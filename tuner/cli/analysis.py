@@ -8,6 +8,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table as RichTable
 
+from dispatcher.rules import DEFAULT_RULE, RULES
+
 from .app import Db, Dev, app, friendly, out, require_db
 
 
@@ -72,15 +74,14 @@ def evaluate(db: Db = None, device: Dev = None,
 
 def _print_scores(title: str, res: dict[str, Any]) -> None:
     t = RichTable(title=title)
-    for c in ("configuration", "method", "n", "regret gm", "p95", "max", "vs vllm-2026", "vs vllm-2025",
-              "slower than a rule"):
+    for c in ("configuration", "method", "n", "regret gm", "p95", "max", *(f"vs {r}" for r in RULES),
+              f"slower than {DEFAULT_RULE}"):
         t.add_column(c)
     for cfg, ms in res["configs"].items():
         for m, v in ms.items():
             t.add_row(cfg, m, str(v["n"]), f"{v['regret_geomean']:.3f}", f"{v['regret_p95']:.3f}",
-                      f"{v['regret_max']:.3f}",
-                      f"{v['speedup_vs_vllm-2026']:.3f}x", f"{v['speedup_vs_vllm-2025']:.3f}x",
-                      f"{v['slower_than_vllm-2026'] + v['slower_than_vllm-2025']}")
+                      f"{v['regret_max']:.3f}", *(f"{v[f'speedup_vs_{r}']:.3f}x" for r in RULES),
+                      str(v[f"slower_than_{DEFAULT_RULE}"]))
     out.print(t)
     for m, v in res["overall"].items():
         out.print(f"all scored shapes, {m}: regret gm {v['regret_geomean']:.4f} over {v['n']}, max "
@@ -90,12 +91,13 @@ def _print_scores(title: str, res: dict[str, Any]) -> None:
     if "oracle_vs_rules" not in res:
         return
     o = RichTable(title="best measured pipeline vs each rule's pick, all measured cells (time ratio)")
-    for c in ("configuration", "vllm-2026 gm", "max", "vllm-2025 gm", "max"):
-        o.add_column(c)
-    for cfg, r in res["oracle_vs_rules"].items():
-        a, b = r.get("vllm-2026", {}), r.get("vllm-2025", {})
-        o.add_row(cfg, f"{a.get('geomean', float('nan')):.3f}x", f"{a.get('max', float('nan')):.2f}x",
-                  f"{b.get('geomean', float('nan')):.3f}x", f"{b.get('max', float('nan')):.2f}x")
+    o.add_column("configuration")
+    for r in RULES:
+        o.add_column(f"{r} gm")
+        o.add_column("max")
+    for cfg, by in res["oracle_vs_rules"].items():
+        cells = [(by.get(r, {}).get("geomean", float("nan")), by.get(r, {}).get("max", float("nan"))) for r in RULES]
+        o.add_row(cfg, *(x for gm, mx in cells for x in (f"{gm:.3f}x", f"{mx:.2f}x")))
     out.print(o)
 
 
