@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# One device call after an earlier one saved the AOT modules (.gpu/aot.txz, see h200_run.sh): the GPU
+# tests of mixed-length batches, then seeded problem sets and a grid sweep, each time-boxed, each into its
+# own database under $OUT (checkpointed so that a cut step still returns its finished rows).
+# usage: bash benchmarks/h200_sets.sh STEP... where a STEP is NAME:SECONDS:ARGS (ARGS: tuner sweep's,
+# spaces as commas), e.g. mixed1:75:--problems,benchmarks/results/mixed/mixed-seed1.jsonl
+set -uo pipefail
+t0=$(date +%s)
+[ -f .gpu/flashinfer.txz ] && [ ! -d /tmp/site/flashinfer ] && mkdir -p /tmp/site && tar xJf .gpu/flashinfer.txz -C /tmp/site
+source .gpu/setup.sh || exit 1
+aot=/tmp/site/flashinfer/data/aot
+[ -f .gpu/aot.txz ] && mkdir -p $aot && tar xJf .gpu/aot.txz -C $aot --strip-components=1 && echo "AOT modules: $(ls $aot | wc -l)"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee $OUT/env.txt
+noise="│\|┃\|┏\|┡\|└\|leaked\|UserWarning\|scaled_dot\|nanobind\|^ - "
+if [ -n "${TESTS:-}" ]; then
+  echo "+ python3 -m pytest -m gpu $TESTS -n 0 -v -s -p no:cacheprovider" | tee $OUT/gpu-tests.log
+  timeout "${TESTS_S:-90}" python3 -m pytest -m gpu $TESTS -n 0 -v -s -p no:cacheprovider 2>&1 | grep -v "$noise" >> $OUT/gpu-tests.log
+  echo "tests done at $(( $(date +%s) - t0 )) s" | tee -a $OUT/gpu-tests.log
+fi
+for step in "$@"; do
+  IFS=: read -r name secs args <<< "$step"
+  cmd=(python3 -m tuner sweep --model llama4-scout --device cuda --db /tmp/$name.db ${args//,/ }
+       --max-minutes "$(python3 -c "print(max(0.1, ($secs - 25) / 60))")")
+  echo "+ ${cmd[*]}   (at $(( $(date +%s) - t0 )) s)" | tee $OUT/$name.log
+  timeout "$secs" "${cmd[@]}" 2>&1 | grep -v "$noise" >> $OUT/$name.log
+  echo "exit ${PIPESTATUS[0]} at $(( $(date +%s) - t0 )) s" | tee -a $OUT/$name.log
+  python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('pragma wal_checkpoint(truncate)')" /tmp/$name.db
+  cp /tmp/$name.db $OUT/
+done
+# at most 8 files come back: the logs as one archive beside the databases
+(cd $OUT && tar czf logs.tgz *.log env.txt && rm -f *.log env.txt)
+echo "call done at $(( $(date +%s) - t0 )) s"
