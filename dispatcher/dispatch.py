@@ -105,8 +105,8 @@ class Dispatcher:
         if self.learned:
             ranking = rank(self.model.predict(p), budget, pick.id, allowed)
             if ranking is not None:
-                where = (f"predicted at {_sizes(p)} from uniform batches at the longest request (kernels "
-                         "whose time follows it) or the mean (the others)" if self.model.uses_ragged_prior(p)
+                where = (f"predicted at {_sizes(p)} from uniform batches at the mean, plus the longest "
+                         "request alone where a kernel's time follows it" if self.model.uses_ragged_prior(p)
                          else f"predicted at {_sizes(p)} from measured neighbours")
                 return self._from_ranking(ranking, "learned", budget, where)
         for near in self.model.neighbours(p):

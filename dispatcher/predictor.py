@@ -14,9 +14,9 @@ Settings live in one value (PredictorConfig, a JSON file for `tuner evaluate --p
                 sizes either side (each within its own row, by the estimators above), interpolated
                 in log time over log batch (with between_rows on).
 
-- ragged_prior(p): a mixed batch where its family has no mixed batch measured: each pipeline at the
-                uniform batch of the longest request's length or of the mean, as kernels.toml says
-                its time follows (`ragged`).
+- ragged_prior(p): a mixed batch where its family has no mixed batch measured: each pipeline from
+                uniform batches, at the mean, plus the longest request alone for kernels whose time
+                follows the longest request (`ragged` in kernels.toml).
 
 One rule combines them (FittedModel.predict): ragged_prior's times for a mixed batch of a family
 measured uniform only; between_rows' times where it applies; else a
@@ -107,6 +107,14 @@ def features(p: AttentionProblem, config: PredictorConfig, sm_count: int) -> Fea
     ctas = math.log2(p.batch_size * p.num_kv_heads / sm_count) if sm_count else 0.0
     return (config.batch_step * b, q, kv, skew, config.split_weight * max(0.0, -ctas - 1.0),
             config.wave_weight * max(0.0, ctas - 1.0))
+
+
+def fixed_split(pipe: Any) -> bool:
+    """A split-KV plan of fixed chunk size: in CUDA-graph mode FlashInfer pads every request to the
+    longest one's chunk count, so a mixed batch costs what the uniform batch at the longest does
+    (fa2-tc[fixed_split_size=1024]: 209 us against 37 us for the default plan at batch 19, mean 1252,
+    longest 14741, benchmarks/results/h200-2026-12-05/)."""
+    return int(dict(pipe.tactic).get("fixed_split_size", 0) or 0) > 0
 
 
 class Predictor:
@@ -242,15 +250,24 @@ class FittedModel:
         return p.skew > 1 and p.family() not in self._mixed
 
     def ragged_prior(self, p: AttentionProblem) -> list[Timing]:
-        """A mixed batch where its family has none measured: each pipeline's time in the uniform batch
-        at the longest request's length (kernels whose time follows the longest request, `ragged =
-        "longest"` in kernels.toml) or at the mean (those whose plan balances the total)."""
-        longest = {t.pipeline.id: t for t in self.at(p.with_sizes(kv_len=p.max_kv_len, max_kv_len=p.max_kv_len))}
+        """A mixed batch where its family has none measured: each pipeline from uniform batches. A
+        kernel whose time follows the total (`ragged = "total"` in kernels.toml) at the mean; one that
+        partitions work per request (`"longest"`) at the mean plus the longest request alone, its
+        critical path (picked over the uniform batch at the longest length and over the larger of the
+        two on one mixed set, reported on another: benchmarks/results/h200-2026-12-05/)."""
         mean = {t.pipeline.id: t for t in self.at(p.with_sizes(max_kv_len=p.kv_len))}
+        alone = {t.pipeline.id: t for t in self.at(p.with_sizes(batch_size=1, kv_len=p.max_kv_len))}
+        padded = {t.pipeline.id: t for t in self.at(p.with_sizes(kv_len=p.max_kv_len, max_kv_len=p.max_kv_len))}
         out = []
-        for pid in longest.keys() & mean.keys():
-            t = longest[pid] if self.ragged.get(longest[pid].pipeline.kernel) == "longest" else mean[pid]
-            out.append(t)
+        for pid, m in mean.items():
+            if fixed_split(m.pipeline):
+                if pid in padded:
+                    out.append(padded[pid])
+            elif self.ragged.get(m.pipeline.kernel) != "longest":
+                out.append(m)
+            elif pid in alone:
+                a = alone[pid]
+                out.append(Timing(m.pipeline, m.median_us + a.median_us, max(m.spread_us, a.spread_us), m.relerr))
         return out
 
     def at(self, p: AttentionProblem) -> list[Timing]:

@@ -75,8 +75,13 @@ def test_the_mixed_grid_adds_a_skew_axis_within_what_each_batch_allows():
 
 
 def uniform_table() -> Table:
-    """The issue's H200 times of uniform batches (FP8 KV, 10/2 heads): XQA wins at both lengths."""
+    """The issue's H200 times of uniform batches (FP8 KV, 10/2 heads): XQA wins at both lengths; one
+    request alone at 32k takes XQA about what the issue's mixed batch did (326 us)."""
     t = Table()
+    for kv, x, tc in ((2048, 25, 20), (4096, 45, 30), (16384, 160, 90), (32768, 300, 170)):
+        p = AttentionProblem(**TP4, batch_size=1, kv_len=kv)
+        t.add(p, Timing(XQA, x, 1.0, 0.04))
+        t.add(p, Timing(TC, tc, 1.0, 0.003))
     for b in (32, 64, 128):
         for kv, x, tc in ((2048, 30, 46), (4096, 55, 80), (16384, 180, 210), (32768, 351, 404)):
             p = AttentionProblem(**TP4, batch_size=b, kv_len=kv)
@@ -88,7 +93,7 @@ def uniform_table() -> Table:
 def test_one_long_request_flips_the_decision_that_a_max_or_mean_key_gets_wrong():
     d = Dispatcher(uniform_table(), H200)
     mixed = d.choose(AttentionProblem(**TP4, batch_size=64, kv_len=2100, max_kv_len=32768))
-    # XQA's time follows its longest request (~351 us), FA2-TC's the total (~46 us)
+    # XQA's time follows its longest request (~300 us alone + the rest), FA2-TC's the total (~46 us)
     assert mixed.kernel == "fa2-tc" and mixed.source == "learned", mixed.reason
     assert "max_kv_len=32768" in mixed.reason and "longest request" in mixed.reason
     assert d.choose(AttentionProblem(**TP4, batch_size=64, kv_len=32768)).kernel == "trtllm-xqa"   # max key
@@ -152,3 +157,17 @@ def test_an_old_database_opens_as_uniform_batches_and_migrates(tmp_path):
     con = sqlite3.connect(old)
     assert con.execute("select value from meta").fetchone()[0] == "4"
     assert con.execute("select count(*) from measurements where max_kv_len != kv_len").fetchone()[0] == 0
+
+
+def test_a_fixed_split_plan_pays_for_the_longest_request_in_every_request():
+    # in CUDA-graph mode FlashInfer pads each request to the longest one's chunk count: measured on the
+    # H200 at batch 19, mean 1252, longest 14741: 209 us against 37 us for the default plan
+    t = uniform_table()
+    split = Pipeline("fa2-tc", "bf16", "fp8", "bf16", tactic=(("fixed_split_size", 1024),))
+    for b in (1, 32, 64, 128):
+        for kv in (2048, 4096, 16384, 32768):
+            t.add(AttentionProblem(**TP4, batch_size=b, kv_len=kv), Timing(split, kv * b / 5000, 1.0, 0.003))
+    uniform = Dispatcher(t, H200).choose(AttentionProblem(**TP4, batch_size=64, kv_len=2048))
+    assert uniform.pipeline == split.id                   # the fastest at the mean
+    mixed = Dispatcher(t, H200).choose(AttentionProblem(**TP4, batch_size=64, kv_len=2100, max_kv_len=32768))
+    assert mixed.pipeline == TC.id, mixed.reason
