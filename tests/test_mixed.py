@@ -2,7 +2,7 @@
 measures, decisions that follow each kernel's ragged cost, and the field through CLI, REST and store."""
 import dataclasses
 import json
-import shutil
+import lzma
 import sqlite3
 import subprocess
 import sys
@@ -120,7 +120,9 @@ def test_the_cli_and_rest_take_max_kv_len(tmp_path):
                          capture_output=True, text=True, cwd=ROOT)
     assert bad.returncode != 0 and "max_kv_len 10 is out of range" in bad.stderr
     from tests.conftest import in_process
-    with in_process(db=None) as client:
+    served = tmp_path / "served.db"
+    served.write_bytes((ROOT / "heuristics.db").read_bytes())
+    with in_process(db=served) as client:
         q = dict(phase="decode", num_qo_heads=10, num_kv_heads=2, head_dim=128, kv_dtype="fp8", batch_size=64,
                  kv_len=2100, device="NVIDIA H200")
         ok = client.get("/v1/decision", params={**q, "max_kv_len": 32768})
@@ -145,8 +147,8 @@ def test_a_cpu_sweep_measures_a_mixed_batch_per_request_and_stores_its_lengths(t
 
 
 def test_an_old_database_opens_as_uniform_batches_and_migrates(tmp_path):
-    old = tmp_path / "old.db"
-    shutil.copy(ROOT / "heuristics.db", old)
+    old = tmp_path / "old.db"          # the H200 grid shipped before schema 4
+    old.write_bytes(lzma.decompress((ROOT / "benchmarks/results/h200-2026-12-04c/callC-warm-grid.db.xz").read_bytes()))
     con = sqlite3.connect(old)
     assert con.execute("select value from meta").fetchone()[0] == "3"
     con.close()

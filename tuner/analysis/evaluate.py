@@ -48,7 +48,9 @@ def overall(configs: dict) -> dict:
 
 
 def config_of(b) -> str:
-    return f"{b.phase} {b.num_qo_heads}/{b.num_kv_heads} pg{b.page_size} kv={b.kv_dtype} out={b.out_dtype}"
+    """A configuration's name; its mixed-length batches are scored on a row of their own."""
+    mixed = " mixed" if b.skew > 1 else ""
+    return f"{b.phase} {b.num_qo_heads}/{b.num_kv_heads} pg{b.page_size} kv={b.kv_dtype} out={b.out_dtype}{mixed}"
 
 
 def load_table(db, device: str | None) -> tuple[Table, DeviceInfo]:
