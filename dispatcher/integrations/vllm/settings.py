@@ -1,0 +1,49 @@
+"""What the plugin reads from the environment: where the measurements are, and what decode batches to
+expect where a CUDA graph fixes the kernel before any real batch is seen."""
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+ENV_DB = "SWITCHYARD_DB"                    # the database; unset: the entry point does nothing
+ENV_DEVICE = "SWITCHYARD_DEVICE"            # a device name in the database; unset: this host's GPU
+ENV_DECODE_KV_LEN = "SWITCHYARD_DECODE_KV_LEN"   # expected mean KV length of a decode request
+ENV_DECODE_SKEW = "SWITCHYARD_DECODE_SKEW"       # expected longest / mean KV length in a decode batch
+DEFAULT_DECODE_KV_LEN = 2048
+DEFAULT_DECODE_SKEW = 1.0                   # uniform batches: vLLM's own assumption
+
+
+@dataclass(frozen=True)
+class Settings:
+    db: str | None = None
+    device: str | None = None
+    decode_kv_len: int = DEFAULT_DECODE_KV_LEN
+    decode_skew: float = DEFAULT_DECODE_SKEW
+
+    def __post_init__(self) -> None:
+        if self.decode_kv_len < 1:
+            raise ValueError(f"{ENV_DECODE_KV_LEN} {self.decode_kv_len} must be a whole number >= 1")
+        if not self.decode_skew >= 1.0:
+            raise ValueError(f"{ENV_DECODE_SKEW} {self.decode_skew} must be >= 1 (the longest request over the mean)")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] = os.environ) -> Settings:
+        return cls(db=env.get(ENV_DB) or None, device=env.get(ENV_DEVICE) or None,
+                   decode_kv_len=int(_number(env, ENV_DECODE_KV_LEN, DEFAULT_DECODE_KV_LEN, whole=True)),
+                   decode_skew=_number(env, ENV_DECODE_SKEW, DEFAULT_DECODE_SKEW))
+
+    def expected_decode(self, batch_size: int) -> tuple[int, int]:
+        """(mean, longest) KV length of a decode batch of this size, as configured."""
+        mean = self.decode_kv_len
+        return mean, round(mean * self.decode_skew) if batch_size > 1 else mean
+
+
+def _number(env: Mapping[str, str], name: str, default: float, whole: bool = False) -> float:
+    raw = env.get(name)
+    if not raw:
+        return default
+    try:
+        return int(raw) if whole else float(raw)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r} is not a {'whole number' if whole else 'number'}") from None

@@ -1,0 +1,402 @@
+"""The vLLM plugin (dispatcher/integrations/vllm) against vLLM 0.33.0's own code.
+
+The `check_*` functions run in one subprocess (tests/vllm_wheel.py) that imports vLLM's real
+vllm/utils/flashinfer.py and v1/attention/backends/flashinfer.py from the PyPI wheel, with stubs only for
+what is not installed here: third-party packages (flashinfer's wrappers record how vLLM plans them), the
+CUDA platform (a settable compute capability), the vLLM config, NVIDIA's cubin server and one Triton
+kernel. The functions under test (use_trtllm_attention, can_use_trtllm_attention,
+supports_trtllm_attention, FlashInferMetadataBuilder.__init__/build/build_for_cudagraph_capture,
+FlashInferImpl.fused_output_quant_supported) are vLLM's own. `test_against_vllm_0_33[check_x]` reports
+each check. Skipped, saying why, where vLLM's wheel cannot be downloaded.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import tomllib
+import types
+from pathlib import Path
+from unittest.mock import patch
+
+import pytest
+
+from dispatcher.device import B200, H200
+from dispatcher.dispatch import Dispatcher
+from dispatcher.integrations import vllm as plugin
+from dispatcher.integrations.vllm.answers import active_builder
+from dispatcher.pipeline import Pipeline
+from dispatcher.problem import AttentionProblem
+from dispatcher.table import Table, Timing
+from tests import vllm_wheel
+from tests.conftest import ROOT, SHIPPED
+
+# -- the checks: run inside the subprocess, `v` holds vLLM's modules -------------------------------------
+SCOUT = dict(num_qo_heads=40, num_kv_heads=8)          # Llama-4-Scout per GPU, as the shipped database has
+MODELS = {"Llama-3-70B": (64, 8), "Llama-3-8B": (32, 8), "Qwen2.5-0.5B": (14, 2), "Gemma-2-9B": (8, 4),
+          "Falcon-40B": (128, 8)}                      # vLLM's own test models
+
+
+def vllm_call(v, **overrides):
+    """vLLM's own test default (tests/kernels/attention/test_use_trtllm_attention.py): Llama-3-70B decode."""
+    import torch
+    args = dict(num_qo_heads=64, num_kv_heads=8, num_tokens=128, max_seq_len=4096, dcp_world_size=1,
+                kv_cache_dtype="auto", q_dtype=torch.bfloat16, is_prefill=False, force_use_trtllm=None,
+                has_sinks=False, has_spec=False)
+    return v.fi.use_trtllm_attention(**{**args, **overrides})
+
+
+def b200_prefers_native_prefill(native_us: float = 50.0) -> Dispatcher:
+    """A B200 table where FlashInfer's native prefill (FA2) beats trtllm-gen (80 us) for Llama-3-70B/Scout
+    shapes, unless `native_us` says otherwise."""
+    t = Table()
+    for heads in ((64, 8), (40, 8)):
+        for q, kv in ((1024, 1024), (128, 4096)):
+            p = AttentionProblem(phase="prefill", num_qo_heads=heads[0], num_kv_heads=heads[1], batch_size=1,
+                                 q_len=q, kv_len=kv).cell()
+            t.add(p, Timing(Pipeline("trtllm-gen", "bf16", "bf16", "bf16"), 80.0, 0.5, 0.002))
+            t.add(p, Timing(Pipeline("fa2", "bf16", "bf16", "bf16", tactic=(("fixed_split_size", 0),)), native_us,
+                            0.5, 0.002))
+    return Dispatcher(t, B200, plugin.vllm_registry())
+
+
+@contextlib.contextmanager
+def inside_a_build(head_dim=128, page_size=16):
+    """As when FlashInferMetadataBuilder.build calls use_trtllm_attention (the plugin needs its geometry)."""
+    token = active_builder.set(types.SimpleNamespace(head_dim=head_dim, page_size=page_size, window_left=-1))
+    try:
+        yield
+    finally:
+        active_builder.reset(token)
+
+
+def vllm_facts(v, sm, plugin_on):
+    """vLLM's own unit cases for its three functions, as facts about 0.33.0 on this GPU; with the plugin
+    on, the one automatic prefill case follows the measurements instead (FA2 faster on the B200)."""
+    import torch
+    trtllm_decode, trtllm_prefill = sm in (90, 100), sm == 100
+    facts = [
+        (v.fi.supports_trtllm_attention(), trtllm_decode),
+        (v.fi.supports_trtllm_attention(is_prefill=True), trtllm_prefill),
+        (v.fi.can_use_trtllm_attention(64, 8), trtllm_decode),
+        (v.fi.can_use_trtllm_attention(64, 8, is_prefill=True), trtllm_prefill),
+        (v.fi.can_use_trtllm_attention(40, 6), False),
+        (vllm_call(v, force_use_trtllm=False), False),
+        (vllm_call(v, dcp_world_size=2), False),
+        (vllm_call(v, num_qo_heads=40, num_kv_heads=6), False),
+        (vllm_call(v, num_qo_heads=40, num_kv_heads=6, force_use_trtllm=True), False),
+        (vllm_call(v, has_spec=True), trtllm_decode),
+        (vllm_call(v, q_dtype=torch.float8_e4m3fn), trtllm_decode),
+        (vllm_call(v, has_sinks=True), trtllm_decode),
+        (vllm_call(v, is_prefill=True, kv_cache_dtype="fp8"), False),
+        (vllm_call(v, is_prefill=True, kv_cache_dtype="fp8", q_dtype=torch.float8_e4m3fn), trtllm_prefill),
+        (vllm_call(v, force_use_trtllm=True), trtllm_decode),
+        (vllm_call(v, is_prefill=True, force_use_trtllm=True), trtllm_prefill),
+        (vllm_call(v, is_prefill=True, dcp_world_size=2), False),
+        (vllm_call(v, is_prefill=True), trtllm_prefill and not plugin_on),   # vLLM's auto-detection
+        (vllm_call(v), trtllm_decode),                                      # decode, 128 tokens, "auto"
+        (vllm_call(v, num_tokens=512), False),                              # decode over 256 tokens
+        (vllm_call(v, kv_cache_dtype="fp8"), sm == 90),                     # SM90 prefers XQA for FP8 KV
+    ]
+    facts += [(v.fi.can_use_trtllm_attention(q, kv), trtllm_decode) for q, kv in MODELS.values()]
+    with patch("vllm.envs.VLLM_BATCH_INVARIANT", True):
+        v.fi.supports_trtllm_attention.cache_clear()
+        facts.append((v.fi.supports_trtllm_attention(), False))
+    v.fi.supports_trtllm_attention.cache_clear()
+    with patch.object(v.fi, "has_nvidia_artifactory", return_value=False):
+        v.fi.supports_trtllm_attention.cache_clear()
+        facts.append((v.fi.supports_trtllm_attention(), False))
+    v.fi.supports_trtllm_attention.cache_clear()
+    v.set_config(use_trtllm_attention=False)
+    facts.append((v.fi.can_use_trtllm_attention(64, 8), False))
+    v.set_config()
+    return [i for i, (got, want) in enumerate(facts) if got is not want]
+
+
+def check_vllm_unit_cases_hold_with_the_plugin_on_sm100_sm90_sm80(v):
+    """Wherever vLLM's rule is final (forced, DCP, heads, spec, FP8 query, sinks, quantized KV, decode, no
+    TRT-LLM prefill on the GPU), the plugin changes nothing; checked with a table that would flip every
+    prefill it was allowed to answer."""
+    for sm, table in ((100, b200_prefers_native_prefill()), (90, None), (80, None)):
+        v.set_capability(sm // 10, sm % 10)
+        assert vllm_facts(v, sm, plugin_on=False) == [], f"vLLM's own cases, before install on SM{sm}"
+        plugin.install(db=str(SHIPPED), device="NVIDIA H200", dispatcher=table)
+        with inside_a_build():
+            assert vllm_facts(v, sm, plugin_on=True) == [], f"vLLM's own cases with the plugin on SM{sm}"
+        plugin.uninstall()
+
+
+def check_sm100_automatic_prefill_follows_the_measurements(v):
+    v.set_capability(10, 0)
+    assert vllm_call(v, is_prefill=True, num_tokens=1024, max_seq_len=1024) is True   # vLLM: "auto" KV -> TRT-LLM
+    plugin.install(dispatcher=b200_prefers_native_prefill())
+    with inside_a_build():
+        assert vllm_call(v, is_prefill=True, num_tokens=1024, max_seq_len=1024) is False   # FA2 measured faster
+        assert "Switchyard (False)" in plugin.reasons()["prefill"] and "fa2" in plugin.reasons()["prefill"]
+        assert vllm_call(v, is_prefill=True, num_tokens=1024, max_seq_len=1024, force_use_trtllm=True) is True
+    assert vllm_call(v, is_prefill=True, num_tokens=1024, max_seq_len=1024) is True   # outside a build: no geometry
+    plugin.install(dispatcher=b200_prefers_native_prefill(native_us=200.0))             # trtllm-gen faster
+    with inside_a_build():
+        assert vllm_call(v, is_prefill=True, kv_cache_dtype="fp8") is False    # BF16 query on FP8 KV: vLLM's rule
+        assert vllm_call(v, is_prefill=True, has_sinks=True, q_dtype=v.fib.torch.float16) is True
+
+
+def check_sm90_prefill_stays_native_whatever_the_database_says(v):
+    """The old shim answered True on SM90 from Switchyard's registry (FMHAv2); vLLM has no path to it."""
+    v.set_capability(9, 0)
+    plugin.install(db=str(SHIPPED), device="NVIDIA H200")
+    with inside_a_build():
+        assert vllm_call(v, is_prefill=True, num_tokens=1024, max_seq_len=1024) is False
+        assert "SM100 family only" in plugin.reasons()["prefill"]
+        assert vllm_call(v, is_prefill=True, num_tokens=1024, max_seq_len=1024, force_use_trtllm=True) is False
+
+
+def check_a_database_of_another_gpu_leaves_vllms_prefill(v):
+    v.set_capability(10, 0)
+    plugin.install(db=str(SHIPPED), device="NVIDIA H200")            # H200 measurements on a B200
+    with inside_a_build():
+        assert vllm_call(v, is_prefill=True, num_tokens=1024, max_seq_len=1024) is True
+    assert "is not this GPU" in plugin.reasons()["prefill"]
+
+
+# -- FlashInferMetadataBuilder: vLLM's real __init__ and build() ----------------------------------------
+def make_builder(v, cache_dtype="fp8", graphs="piecewise", spec_tokens=0, max_capture=512):
+    import torch
+    from vllm.config import CUDAGraphMode
+    from vllm.model_executor.layers.attention_layer_base import AttentionLayerBase
+    from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheLayout, KVQuantMode
+
+    class Layer(AttentionLayerBase):
+        def __init__(self, impl):
+            self.impl = impl
+
+        def get_attn_backend(self):
+            return v.fib.FlashInferBackend
+
+        def get_kv_cache_spec(self, vllm_config):
+            return None
+
+    v.fib._fi_multi_ctas_kv_counter = torch.zeros(0, dtype=torch.uint8)   # a device buffer, here on the CPU
+    spec = types.SimpleNamespace(num_speculative_tokens=spec_tokens, parallel_drafting=False,
+                                 enable_adaptive_verification=False) if spec_tokens else None
+    cfg = v.set_config(
+        scheduler_config=types.SimpleNamespace(max_num_batched_tokens=8192, max_num_seqs=1024),
+        parallel_config=types.SimpleNamespace(decode_context_parallel_size=1, cp_kv_cache_interleave_size=1,
+                                              dcp_comm_backend="ag_rs"),
+        cache_config=types.SimpleNamespace(cache_dtype=cache_dtype,
+                                           get_resolved_kv_cache_layout=lambda: KVCacheLayout.LBHNC),
+        model_config=types.SimpleNamespace(max_model_len=16384, dtype=torch.bfloat16,
+                                           get_num_attention_heads=lambda parallel: 40),
+        num_speculative_tokens=spec_tokens, speculative_config=spec, use_v2_model_runner=True)
+    impl = v.fib.FlashInferImpl(num_heads=40, head_size=128, scale=128 ** -0.5, num_kv_heads=8, alibi_slopes=None,
+                                sliding_window=None, kv_cache_dtype=cache_dtype)
+    mode = CUDAGraphMode.FULL_AND_PIECEWISE if graphs == "full" else CUDAGraphMode.PIECEWISE
+    cfg.compilation_config = types.SimpleNamespace(cudagraph_mode=mode, max_cudagraph_capture_size=max_capture,
+                                                   static_forward_context={"layers.0.attn": Layer(impl)})
+    quantized = cache_dtype.startswith("fp8")
+    kv = FullAttentionSpec(block_size=16, num_kv_heads=8, head_size=128,
+                           dtype=torch.uint8 if quantized else torch.bfloat16,
+                           kv_quant_mode=KVQuantMode.FP8_PER_TENSOR if quantized else KVQuantMode.NONE)
+    return v.fib.FlashInferMetadataBuilder(kv, ["layers.0.attn"], cfg, torch.device("cpu"))
+
+
+def batch(seq_lens, query_lens=None):
+    """vLLM's per-step CommonAttentionMetadata (decodes first), its tensors on the CPU."""
+    import torch
+    from vllm.v1.attention.backend import CommonAttentionMetadata
+    q = query_lens or [1] * len(seq_lens)
+    start = torch.tensor([0] + torch.tensor(q).cumsum(0).tolist(), dtype=torch.int32)
+    lens = torch.tensor(seq_lens, dtype=torch.int32)
+    n, tokens = len(seq_lens), int(start[-1])
+    return CommonAttentionMetadata(
+        query_start_loc=start, query_start_loc_cpu=start, seq_lens=lens, seq_lens_cpu_upper_bound=lens,
+        num_reqs=n, num_actual_tokens=tokens, max_query_len=max(q), max_seq_len=max(seq_lens),
+        block_table_tensor=torch.arange(n * 1100, dtype=torch.int32).reshape(n, 1100),
+        slot_mapping=torch.zeros(tokens, dtype=torch.int64))
+
+
+def decode_path(v, metadata):
+    """What forward() will run for the decodes: it dispatches on the metadata's type."""
+    d = metadata.decode
+    return d.kernel.value if isinstance(d, v.fib.FlashInferTrtllmAPIDecode) else "native"
+
+
+UNIFORM = [1024] * 8
+ONE_LONG = [500] * 7 + [8000]          # mixed lengths: FA2 tensor-core decode wins by 2-6x on the H200
+
+
+def check_sm90_decode_per_step_native_for_one_long_request_xqa_for_uniform(v):
+    v.set_capability(9, 0)
+    plugin.install(db=str(SHIPPED), device="NVIDIA H200")
+    b = make_builder(v)
+    assert b.use_trtllm_decode_attention and b.flashinfer_trtllm_api_decode_kernel.value == "xqa"  # vLLM's pick
+    assert decode_path(v, b.build(0, batch(UNIFORM))) == "xqa"
+    skewed = b.build(0, batch(ONE_LONG))
+    assert decode_path(v, skewed) == "native"
+    plan = skewed.decode.wrapper.plans[-1]
+    assert plan["q_data_type"] == v.fib.torch.bfloat16 and plan["kv_data_type"] == v.fib.torch.float8_e4m3fn
+    assert skewed.decode.wrapper.init_kwargs["use_tensor_cores"] is True       # FA2 tensor-core decode
+    assert b.use_trtllm_decode_attention is True                               # vLLM's flag restored
+    assert "fa2-tc" in plugin.reasons()["decode group layers.0.attn step"]
+    mixed = b.build(0, batch(ONE_LONG + [3000], [1] * 8 + [512]))              # decodes with one prefill
+    assert decode_path(v, mixed) == "native" and type(mixed.prefill).__name__ == "FIPrefill"
+    plugin.uninstall()
+    assert decode_path(v, make_builder(v).build(0, batch(ONE_LONG))) == "xqa"  # vLLM alone
+
+
+def check_full_graphs_decide_at_capture_and_replays_keep_it(v):
+    v.set_capability(9, 0)
+    plugin.install(db=str(SHIPPED), device="NVIDIA H200", decode_kv_len=1024, decode_skew=1.0)
+    b = make_builder(v, graphs="full", max_capture=16)
+    assert decode_path(v, b.build_for_cudagraph_capture(batch([1] * 8))) == "xqa"   # expected: uniform
+    assert decode_path(v, b.build(0, batch(ONE_LONG))) == "xqa"       # replay of size 8: never switched
+    big = [500] * 31 + [16000]                                         # 32 > 16: no graph, decided per step
+    assert decode_path(v, b.build(0, batch(big))) == "native"
+    plugin.install(db=str(SHIPPED), device="NVIDIA H200", decode_kv_len=1024, decode_skew=8.0)
+    b = make_builder(v, graphs="full", max_capture=16)
+    captured = b.build_for_cudagraph_capture(batch([1] * 8))
+    assert decode_path(v, captured) == "native" and captured.decode.wrapper.is_cuda_graph_enabled
+    replay = b.build(0, batch(UNIFORM))
+    assert decode_path(v, replay) == "native" and replay.decode.wrapper is captured.decode.wrapper
+    assert "longest 8192" in plugin.reasons()["decode group layers.0.attn graph bs=8"]
+
+
+def check_decode_stays_vllms_where_it_must(v):
+    v.set_capability(9, 0)
+    plugin.install(db=str(SHIPPED), device="NVIDIA H200")
+    assert decode_path(v, make_builder(v, spec_tokens=2).build(0, batch(ONE_LONG))) == "xqa"
+    assert "speculative decoding" in plugin.reasons()["decode group layers.0.attn"]
+    # BF16 KV, uniform 64 x 2048: vLLM's native wrapper (the fa2-tc pipeline, 137.0 us on the H200) beats its
+    # XQA (154.1 us with PDL); among vLLM's own settings only (fixed_split_size=1024, 132.0 us, is not one)
+    assert decode_path(v, make_builder(v, cache_dtype="auto").build(0, batch([2048] * 64))) == "native"
+    assert "fa2-tc[fixed_split_size=0]" in plugin.reasons()["decode group layers.0.attn step"]
+    plugin.install(dispatcher=Dispatcher(Table(), H200, plugin.vllm_registry()))      # no measurements
+    assert decode_path(v, make_builder(v).build(0, batch(ONE_LONG))) == "xqa"
+    plugin.install(db=str(SHIPPED), device="NVIDIA H200")
+    v.set_capability(10, 0)
+    b = make_builder(v)
+    assert decode_path(v, b.build(0, batch(ONE_LONG))) == "trtllm-gen"              # SM100: vLLM's trtllm-gen
+    assert "trtllm-gen" in plugin.reasons()["decode group layers.0.attn"]
+    v.set_capability(8, 0)
+    assert decode_path(v, make_builder(v).build(0, batch(ONE_LONG))) == "native"      # SM80: no XQA at all
+
+
+def check_sm100_prefill_in_a_real_build_follows_the_measurements(v):
+    v.set_capability(10, 0)
+
+    def prefill_path():
+        return type(make_builder(v, cache_dtype="auto").build(0, batch([1024], [1024])).prefill).__name__
+    assert prefill_path() == "TRTLLMPrefill"                       # vLLM's auto-detection: "auto" KV
+    plugin.install(dispatcher=b200_prefers_native_prefill())
+    assert prefill_path() == "FIPrefill"                           # FlashInfer's native prefill measured faster
+
+
+# -- FlashInferImpl.fused_output_quant_supported ----------------------------------------------------------
+def check_fused_fp8_output_keeps_vllms_answers(v):
+    """SM100: trtllm-gen writes FP8/FP4 itself. SM90: False (the forward patch XQA would need is not
+    done), and reasons() says so. SM80: False."""
+    fp8, fp4 = v.quant.kFp8StaticTensorSym, v.quant.kNvfp4Dynamic
+    cases = {100: {("fp8", fp8): True, ("fp8", fp4): True, ("auto", fp8): False},
+             90: {("fp8", fp8): False, ("fp8", fp4): False, ("auto", fp8): False},
+             80: {("fp8", fp8): False, ("auto", fp8): False}}
+    plugin.install(db=str(SHIPPED), device="NVIDIA H200")
+    for sm, expected in cases.items():
+        v.set_capability(sm // 10, sm % 10)
+        make_builder(v)                                       # sets the config FlashInferImpl reads
+        for (kv, key), want in expected.items():
+            impl = v.fib.FlashInferImpl(40, 128, 128 ** -0.5, 8, None, None, kv)
+            assert impl.fused_output_quant_supported(key) is want, (sm, kv, key)
+        if sm == 90:
+            assert "does not patch forward" in plugin.reasons()[f"fused output {fp8} 40/8x128 fp8"]
+
+
+# -- installing -------------------------------------------------------------------------------------------
+def check_other_vllm_versions_are_refused_and_left_alone(v):
+    own = v.fi.use_trtllm_attention
+    with patch.object(v.version, "__version__", "0.34.0"):
+        with pytest.raises(plugin.UnsupportedVllm, match="vLLM 0.34.0 is not supported"):
+            plugin.install(db=str(SHIPPED))
+        with patch.dict(os.environ, {"SWITCHYARD_DB": str(SHIPPED)}):
+            plugin.register()                                  # the entry point: logs, never raises
+    assert v.fi.use_trtllm_attention is own and plugin.installed() == []
+
+
+def check_entry_point_installs_only_with_a_database_and_uninstall_restores(v):
+    builder = v.fib.FlashInferMetadataBuilder
+    own = (v.fi.use_trtllm_attention, builder.build, v.fib.FlashInferImpl.fused_output_quant_supported)
+    with patch.dict(os.environ, {"SWITCHYARD_DB": ""}):
+        plugin.register()
+    assert plugin.installed() == []
+    with patch.dict(os.environ, {"SWITCHYARD_DB": str(SHIPPED), "SWITCHYARD_DEVICE": "NVIDIA H200"}):
+        plugin.register()
+        plugin.register()                                      # once per process, but idempotent anyway
+    assert len(plugin.installed()) == 5 and v.fib.use_trtllm_attention is v.fi.use_trtllm_attention
+    assert builder.build.__wrapped__ is own[1]
+    plugin.uninstall()
+    assert (v.fi.use_trtllm_attention, builder.build, v.fib.FlashInferImpl.fused_output_quant_supported) == own
+    assert v.fib.use_trtllm_attention is own[0] and "build_for_cudagraph_capture" not in vars(builder)
+
+
+# -- the pytest side ---------------------------------------------------------------------------------------
+CHECKS = sorted(n for n in list(globals()) if n.startswith("check_"))
+
+
+def run_checks(tree: Path) -> dict[str, str]:
+    env = {k: val for k, val in os.environ.items() if not k.startswith(("SWITCHYARD_", "VLLM_"))}
+    # without nvcc/ninja on PATH vLLM does not register FlashInfer's torch ops (the stub has none)
+    env.update(PATH=str(Path(sys.executable).parent), VLLM_FLASHINFER_WORKSPACE_BUFFER_SIZE=str(1 << 20))
+    done = subprocess.run([sys.executable, "-m", "tests.vllm_wheel", str(tree), __name__], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith(vllm_wheel.RESULT_MARK)]
+    assert lines, f"the check subprocess failed (rc {done.returncode}):\n{done.stderr[-4000:]}"
+    return json.loads(lines[-1][len(vllm_wheel.RESULT_MARK):])
+
+
+@pytest.fixture(scope="session")
+def vllm_checks(tmp_path_factory, worker_id) -> dict[str, str]:
+    """One subprocess per test run, shared by the xdist workers through a file."""
+    try:
+        tree = vllm_wheel.obtain()
+    except vllm_wheel.Unavailable as e:
+        pytest.skip(f"vLLM {vllm_wheel.VERSION}'s wheel is not available here: {e}")
+    if worker_id == "master":
+        return run_checks(tree)
+    shared = tmp_path_factory.getbasetemp().parent / "vllm-checks.json"
+    with open(shared.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not shared.exists():
+            shared.write_text(json.dumps(run_checks(tree)))
+    return json.loads(shared.read_text())
+
+
+@pytest.mark.parametrize("check", CHECKS)
+def test_against_vllm_0_33(vllm_checks, check):
+    assert vllm_checks.get(check) == "ok", vllm_checks.get(check, "not run")
+
+
+def test_the_entry_point_is_declared_and_needs_no_vllm():
+    entry = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["vllm.general_plugins"]
+    module, _, attr = entry["switchyard"].partition(":")
+    assert getattr(sys.modules[module], attr) is plugin.register
+    with patch.dict(os.environ, {"SWITCHYARD_DB": ""}):
+        plugin.register()                                      # unset: nothing happens, vLLM not imported
+    assert "vllm" not in sys.modules and plugin.installed() == []
+
+
+def test_install_without_vllm_says_how():
+    with pytest.raises(ImportError, match="vLLM is not importable here"):
+        plugin.install(db=str(SHIPPED))
+
+
+def test_settings_come_from_the_environment_and_bad_ones_name_the_variable():
+    s = plugin.Settings.from_env({"SWITCHYARD_DB": "x.db", "SWITCHYARD_DECODE_KV_LEN": "4096",
+                                  "SWITCHYARD_DECODE_SKEW": "4"})
+    assert (s.db, s.decode_kv_len, s.expected_decode(8), s.expected_decode(1)) == ("x.db", 4096, (4096, 16384),
+                                                                                   (4096, 4096))
+    with pytest.raises(ValueError, match="SWITCHYARD_DECODE_SKEW"):
+        plugin.Settings.from_env({"SWITCHYARD_DECODE_SKEW": "0.5"})
+    with pytest.raises(ValueError, match="SWITCHYARD_DECODE_KV_LEN"):
+        plugin.Settings.from_env({"SWITCHYARD_DECODE_KV_LEN": "long"})
