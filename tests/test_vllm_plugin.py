@@ -264,6 +264,16 @@ def check_full_graphs_decide_at_capture_and_replays_keep_it(v):
     assert "longest 8192" in plugin.reasons()["decode group layers.0.attn graph bs=8"]
 
 
+def check_a_replay_of_a_size_never_captured_by_the_plugin_keeps_vllms_kernel(v):
+    """A FULL graph captured before the plugin decided (or without it) holds vLLM's XQA: its replays
+    keep XQA even where the step's own lengths would pick the native decode."""
+    v.set_capability(9, 0)
+    plugin.install(db=str(SHIPPED), device="NVIDIA H200")
+    b = make_builder(v, graphs="full", max_capture=16)
+    assert decode_path(v, b.build(0, batch(ONE_LONG))) == "xqa"        # size 8 <= 16, never captured
+    assert decode_path(v, make_builder(v).build(0, batch(ONE_LONG))) == "native"     # without graphs: per step
+
+
 def check_decode_stays_vllms_where_it_must(v):
     v.set_capability(9, 0)
     plugin.install(db=str(SHIPPED), device="NVIDIA H200")

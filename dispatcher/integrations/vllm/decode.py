@@ -91,8 +91,8 @@ def choose(builder: Any, metadata: Any) -> bool | None:
         if num_decode_tokens not in state.captured:
             state.captured[num_decode_tokens] = captured_answer(state, num_decode_tokens)
         return state.captured[num_decode_tokens]
-    if in_graph and num_decode_tokens in state.captured:
-        return state.captured[num_decode_tokens]      # a replay: never switch inside a captured graph
+    if in_graph:      # a replay: the kernel captured for this size (vLLM's own where it was not ours)
+        return state.captured.get(num_decode_tokens)
     return step_answer(state, metadata, num_decodes)
 
 
