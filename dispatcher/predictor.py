@@ -63,6 +63,7 @@ class PredictorConfig:
     kv_line_span: int = 8         # the longer one at most this many times the shorter
     between_rows: int = 0         # 1: a batch size never measured is read between the measured ones either side
     skew_weight: float = 1.0      # one octave of longest-over-mean counts as this many octaves of KV
+    unsplit_waves: float = 2.0    # decode: batch x KV heads over SMs from which FA2's plan leaves requests unsplit
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -110,11 +111,17 @@ def features(p: AttentionProblem, config: PredictorConfig, sm_count: int) -> Fea
 
 
 def fixed_split(pipe: Any) -> bool:
-    """A split-KV plan of fixed chunk size: in CUDA-graph mode FlashInfer pads every request to the
-    longest one's chunk count, so a mixed batch costs what the uniform batch at the longest does
-    (fa2-tc[fixed_split_size=1024]: 209 us against 37 us for the default plan at batch 19, mean 1252,
-    longest 14741, benchmarks/results/h200-2026-12-05/)."""
+    """A split-KV plan of fixed chunk size (see ragged_prior for what it costs a mixed batch)."""
     return int(dict(pipe.tactic).get("fixed_split_size", 0) or 0) > 0
+
+
+def _sum(a: Timing, b: Timing) -> Timing:
+    return Timing(a.pipeline, a.median_us + b.median_us, max(a.spread_us, b.spread_us), a.relerr)
+
+
+def _slower(a: Timing, b: Timing) -> Timing:
+    return a if a.median_us >= b.median_us else Timing(a.pipeline, b.median_us, max(a.spread_us, b.spread_us),
+                                                       a.relerr)
 
 
 class Predictor:
@@ -250,24 +257,34 @@ class FittedModel:
         return p.skew > 1 and p.family() not in self._mixed
 
     def ragged_prior(self, p: AttentionProblem) -> list[Timing]:
-        """A mixed batch where its family has none measured: each pipeline from uniform batches. A
-        kernel whose time follows the total (`ragged = "total"` in kernels.toml) at the mean; one that
-        partitions work per request (`"longest"`) at the mean plus the longest request alone, its
-        critical path (picked over the uniform batch at the longest length and over the larger of the
-        two on one mixed set, reported on another: benchmarks/results/h200-2026-12-05/)."""
-        mean = {t.pipeline.id: t for t in self.at(p.with_sizes(max_kv_len=p.kv_len))}
-        alone = {t.pipeline.id: t for t in self.at(p.with_sizes(batch_size=1, kv_len=p.max_kv_len))}
-        padded = {t.pipeline.id: t for t in self.at(p.with_sizes(kv_len=p.max_kv_len, max_kv_len=p.max_kv_len))}
+        """A mixed batch where its family has none measured: each pipeline from uniform batches
+        (the rules picked on one mixed set and reported on another: benchmarks/results/h200-2026-12-05/).
+        - a kernel that partitions work per request (`ragged = "longest"` in kernels.toml): the mean
+          batch plus the longest request alone, its critical path;
+        - one whose plan balances the total: the mean batch; but from `unsplit_waves` waves of CTAs on
+          (batch x KV heads over SMs) FlashInfer's planner leaves requests unsplit, and the longest
+          runs as in a one-wave batch of the longest length, if that is slower;
+        - a fixed split-KV plan: the mean batch from `unsplit_waves` waves on, below that the uniform
+          batch at the longest length (its CUDA-graph plan pads every request to the longest one's
+          chunks: 209 us against 37 us for the default plan at batch 19, mean 1252, longest 14741)."""
+        def at(**sizes: int) -> dict[str, Timing]:
+            return {t.pipeline.id: t for t in self.at(p.with_sizes(**sizes))}
+        mean, alone = at(max_kv_len=p.kv_len), at(batch_size=1, kv_len=p.max_kv_len)
+        padded = at(kv_len=p.max_kv_len, max_kv_len=p.max_kv_len)
+        sms = self.sm_count
+        full = bool(sms) and p.batch_size * p.num_kv_heads >= self.config.unsplit_waves * sms
+        wave = at(batch_size=min(p.batch_size, math.ceil(sms / p.num_kv_heads)), kv_len=p.max_kv_len,
+                  max_kv_len=p.max_kv_len) if full else {}
         out = []
         for pid, m in mean.items():
             if fixed_split(m.pipeline):
-                if pid in padded:
-                    out.append(padded[pid])
-            elif self.ragged.get(m.pipeline.kernel) != "longest":
-                out.append(m)
-            elif pid in alone:
-                a = alone[pid]
-                out.append(Timing(m.pipeline, m.median_us + a.median_us, max(m.spread_us, a.spread_us), m.relerr))
+                t = m if full else padded.get(pid)
+            elif self.ragged.get(m.pipeline.kernel) == "longest":
+                t = _sum(m, alone[pid]) if pid in alone else None
+            else:
+                t = _slower(m, wave[pid]) if pid in wave else m
+            if t is not None:
+                out.append(t)
         return out
 
     def at(self, p: AttentionProblem) -> list[Timing]:

@@ -173,3 +173,23 @@ def test_a_fixed_split_plan_pays_for_the_longest_request_in_every_request():
     assert uniform.pipeline == split.id                   # the fastest at the mean
     mixed = Dispatcher(t, H200).choose(AttentionProblem(**TP4, batch_size=64, kv_len=2100, max_kv_len=32768))
     assert mixed.pipeline == TC.id, mixed.reason
+
+
+def test_a_large_batch_runs_its_longest_request_unsplit_in_the_default_fa2_plan():
+    # batch 64 x 8 KV heads is ~4 waves of the H200's 132 SMs: FlashInfer's planner splits no request,
+    # so the 32k request costs FA2-TC what a one-wave batch at 32k does (measured at batch 77-144 with
+    # one 35-56k request: the default plan 1.8-2.4x slower than it is at the mean)
+    scout = dict(TP4, num_qo_heads=40, num_kv_heads=8)
+    xqa, tc = XQA, TC
+    t = Table()
+    for b in (1, 8, 16, 32, 64):
+        for kv in (2048, 4096, 16384, 32768):
+            p = AttentionProblem(**scout, batch_size=b, kv_len=kv)
+            t.add(p, Timing(xqa, 5 + b * kv / 3000, 0.5, 0.04))
+            t.add(p, Timing(tc, 8 + b * kv / 4000, 0.5, 0.003))
+    d = Dispatcher(t, H200)
+    assert d.choose(AttentionProblem(**scout, batch_size=64, kv_len=2048)).kernel == "fa2-tc"     # uniform
+    mixed = d.choose(AttentionProblem(**scout, batch_size=64, kv_len=2100, max_kv_len=32768))
+    assert mixed.kernel == "trtllm-xqa", mixed.reason
+    small = d.choose(AttentionProblem(**scout, batch_size=8, kv_len=2100, max_kv_len=16000))  # < 2 waves: split
+    assert small.kernel == "fa2-tc", small.reason
