@@ -17,17 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
+from collections.abc import Callable
 from pathlib import Path
 
+from offgrid import configurations, drawn, log_uniform  # the off-grid set's draws (benchmarks/offgrid.py)
+
 from dispatcher.problem import AttentionProblem
-from tuner.models import preset
-from tuner.sizes import kv_bytes
-
-
-def log_uniform(rng: random.Random, lo: int, hi: int) -> int:
-    return int(round(math.exp(rng.uniform(math.log(lo), math.log(hi)))))
 
 
 def one_long(rng: random.Random, b: int) -> list[int]:
@@ -49,26 +45,14 @@ KINDS = {"one-long": one_long, "spread": spread, "tail": tail}
 
 def batches(seed: int, model: str = "llama4-scout", per: int = 8, memory_gib: float = 141.0) -> list[AttentionProblem]:
     rng = random.Random(seed)
-    m = preset(model)
-    cap = 0.75 * memory_gib * 2**30 / m.num_layers
-    out = []
-    for tp in m.default_tps:
-        hq, hkv = m.heads(tp)
-        for kv_dtype in ("bf16", "fp8"):
-            for out_dtype in ("bf16", "fp8"):
-                base = dict(phase="decode", num_qo_heads=hq, num_kv_heads=hkv, head_dim=m.head_dim, page_size=16,
-                            kv_dtype=kv_dtype, out_dtype=out_dtype, window_left=m.window_left,
-                            has_sinks=m.has_sinks)
-                for make in KINDS.values():
-                    made = 0
-                    while made < per:
-                        lens = make(rng, log_uniform(rng, 8, 256))
-                        rng.shuffle(lens)
-                        p = AttentionProblem.from_seq_lens(seq_lens=lens, **base)
-                        if kv_bytes(p) <= cap:
-                            out.append(p)
-                            made += 1
-    return out
+
+    def batch(base: dict, make: Callable[[random.Random, int], list[int]]) -> AttentionProblem:
+        lens = make(rng, log_uniform(rng, 8, 256))
+        rng.shuffle(lens)
+        return AttentionProblem.from_seq_lens(seq_lens=lens, phase="decode", **base)
+    fields, cap = configurations(model, memory_gib)
+    return [p for base in fields for make in KINDS.values()
+            for p in drawn(lambda: batch(base, make), per, cap)]      # noqa: B023 (called at once)
 
 
 def main() -> None:

@@ -16,6 +16,7 @@ import argparse
 import json
 import math
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 from dispatcher.problem import AttentionProblem
@@ -27,32 +28,43 @@ def log_uniform(rng: random.Random, lo: int, hi: int) -> int:
     return int(round(math.exp(rng.uniform(math.log(lo), math.log(hi)))))
 
 
+def configurations(model: str, memory_gib: float) -> tuple[list[dict], float]:
+    """Each configuration's problem fields (TP1 and TP4 of the preset, page 16, the four kv/out dtype
+    pairs), and the one-layer KV cache that fits beside the model's other layers on `memory_gib`."""
+    m = preset(model)
+    fields = [dict(num_qo_heads=m.heads(tp)[0], num_kv_heads=m.heads(tp)[1], head_dim=m.head_dim, page_size=16,
+                   kv_dtype=kv_dtype, out_dtype=out_dtype, window_left=m.window_left, has_sinks=m.has_sinks)
+              for tp in m.default_tps for kv_dtype in ("bf16", "fp8") for out_dtype in ("bf16", "fp8")]
+    return fields, 0.75 * memory_gib * 2**30 / m.num_layers
+
+
+def drawn(make: Callable[[], AttentionProblem], n: int, cap: float) -> list[AttentionProblem]:
+    """n problems from `make`, redrawing those whose KV cache is over `cap`."""
+    out: list[AttentionProblem] = []
+    while len(out) < n:
+        p = make()
+        if kv_bytes(p) <= cap:
+            out.append(p)
+    return out
+
+
 def shapes(seed: int, model: str = "llama4-scout", decode: int = 50, prefill: int = 25,
            memory_gib: float = 141.0) -> list[AttentionProblem]:
     rng = random.Random(seed)
-    m = preset(model)
-    cap = 0.75 * memory_gib * 2**30 / m.num_layers
+
+    def decode_shape(base: dict) -> AttentionProblem:
+        return AttentionProblem(phase="decode", **base, batch_size=log_uniform(rng, 1, 384),
+                                kv_len=log_uniform(rng, 256, 100_000))
+
+    def prefill_shape(base: dict) -> AttentionProblem:
+        q = log_uniform(rng, 100, 6000)
+        prefix = 0 if rng.random() < 0.5 else log_uniform(rng, q, 4 * q)
+        return AttentionProblem(phase="prefill", **base, batch_size=log_uniform(rng, 1, 16), q_len=q, kv_len=q + prefix)
+    fields, cap = configurations(model, memory_gib)
     out = []
-    for tp in m.default_tps:
-        hq, hkv = m.heads(tp)
-        for kv_dtype in ("bf16", "fp8"):
-            for out_dtype in ("bf16", "fp8"):
-                base = dict(num_qo_heads=hq, num_kv_heads=hkv, head_dim=m.head_dim, page_size=16,
-                            kv_dtype=kv_dtype, out_dtype=out_dtype)
-                for phase, n in (("decode", decode), ("prefill", prefill)):
-                    made = 0
-                    while made < n:
-                        if phase == "decode":
-                            p = AttentionProblem(phase="decode", **base, batch_size=log_uniform(rng, 1, 384),
-                                                 kv_len=log_uniform(rng, 256, 100_000))
-                        else:
-                            q = log_uniform(rng, 100, 6000)
-                            prefix = 0 if rng.random() < 0.5 else log_uniform(rng, q, 4 * q)
-                            p = AttentionProblem(phase="prefill", **base, batch_size=log_uniform(rng, 1, 16),
-                                                 q_len=q, kv_len=q + prefix)
-                        if kv_bytes(p) <= cap:
-                            out.append(p)
-                            made += 1
+    for base in fields:
+        out += drawn(lambda: decode_shape(base), decode, cap)      # noqa: B023 (called at once)
+        out += drawn(lambda: prefill_shape(base), prefill, cap)    # noqa: B023
     return out
 
 

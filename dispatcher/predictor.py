@@ -269,20 +269,20 @@ class FittedModel:
           chunks: 209 us against 37 us for the default plan at batch 19, mean 1252, longest 14741)."""
         def at(**sizes: int) -> dict[str, Timing]:
             return {t.pipeline.id: t for t in self.at(p.with_sizes(**sizes))}
-        mean, alone = at(max_kv_len=p.kv_len), at(batch_size=1, kv_len=p.max_kv_len)
-        padded = at(kv_len=p.max_kv_len, max_kv_len=p.max_kv_len)
         sms = self.sm_count
         full = bool(sms) and p.batch_size * p.num_kv_heads >= self.config.unsplit_waves * sms
-        wave = at(batch_size=min(p.batch_size, math.ceil(sms / p.num_kv_heads)), kv_len=p.max_kv_len,
-                  max_kv_len=p.max_kv_len) if full else {}
+        mean, alone = at(max_kv_len=p.kv_len), at(batch_size=1, kv_len=p.max_kv_len)
+        # the uniform batch at the longest length: one wave of it where requests run unsplit, else all of it
+        top = at(batch_size=min(p.batch_size, math.ceil(sms / p.num_kv_heads)) if full else p.batch_size,
+                 kv_len=p.max_kv_len, max_kv_len=p.max_kv_len)
         out = []
         for pid, m in mean.items():
             if fixed_split(m.pipeline):
-                t = m if full else padded.get(pid)
+                t = m if full else top.get(pid)
             elif self.ragged.get(m.pipeline.kernel) == "longest":
                 t = _sum(m, alone[pid]) if pid in alone else None
             else:
-                t = _slower(m, wave[pid]) if pid in wave else m
+                t = _slower(m, top[pid]) if full and pid in top else m
             if t is not None:
                 out.append(t)
         return out

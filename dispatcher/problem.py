@@ -93,6 +93,12 @@ def snap(n: int) -> int:
     return cell_size(size_cell(n))
 
 
+def longest_request(batch_size: int, mean: int, q_len: int) -> int:
+    """The longest a request of a batch with this mean KV length can be: every other one keeps its
+    q_len new tokens."""
+    return batch_size * mean - (batch_size - 1) * q_len
+
+
 @dataclass(frozen=True, kw_only=True, eq=False)
 class AttentionProblem:
     """One attention call as a serving engine issues it (per GPU, after tensor parallelism).
@@ -144,7 +150,7 @@ class AttentionProblem:
         if self.q_len > self.kv_len:
             raise ProblemError("q_len", f"q_len {self.q_len} exceeds kv_len {self.kv_len}; kv_len counts "
                                "the new tokens too, so kv_len >= q_len")
-        longest = self.batch_size * self.kv_len - (self.batch_size - 1) * self.q_len
+        longest = longest_request(self.batch_size, self.kv_len, self.q_len)
         if not self.kv_len <= self.max_kv_len <= longest:
             hint = (" (dataclasses.replace keeps max_kv_len: change sizes with with_sizes(), or pass max_kv_len=0 "
                     "for a uniform batch)" if self.max_kv_len < self.kv_len else "")
@@ -216,19 +222,18 @@ class AttentionProblem:
         q = q_len or self.q_len
         kv = max(kv_len or self.kv_len, q)
         top = max_kv_len or round(kv * self.skew)
-        top = max(kv, min(top, b * kv - (b - 1) * q))
+        top = max(kv, min(top, longest_request(b, kv, q)))
         return dataclasses.replace(self, batch_size=b, q_len=q, kv_len=kv, max_kv_len=top, seq_lens=None)
 
     def cell(self) -> AttentionProblem:
         """The problem that stands for this one's cell (see CELLS_PER_OCTAVE): the same batch size,
         q_len and kv_len at their cells' representative sizes. Power-of-two sizes are their own."""
-        q, kv = snap(self.q_len), snap(self.kv_len)
-        top = max(snap(self.max_kv_len), kv)
-        longest = self.batch_size * max(kv, q) - (self.batch_size - 1) * q
-        top = min(top, longest)
+        q = snap(self.q_len)
+        kv = max(snap(self.kv_len), q)
+        top = min(max(snap(self.max_kv_len), kv), longest_request(self.batch_size, kv, q))
         if (q, kv, top) == (self.q_len, self.kv_len, self.max_kv_len):
             return self
-        return dataclasses.replace(self, q_len=q, kv_len=max(kv, q), max_kv_len=max(top, kv, q), seq_lens=None)
+        return dataclasses.replace(self, q_len=q, kv_len=kv, max_kv_len=top, seq_lens=None)
 
     def cell_key(self) -> tuple[Any, ...]:
         """What identifies this problem's cell, without building its representative (cheap)."""

@@ -10,7 +10,8 @@ PROBLEM_COLUMNS = {
 }
 # added in version 4: a batch's longest request (kv_len is the mean); the requests' KV lengths where a
 # measured batch was not laid out by the canonical distribution (tuner/lengths.py), as JSON
-ADDED_IN_4 = {"measurements": ("max_kv_len", "lengths"), "winners": ("max_kv_len",), "misses": ("max_kv_len",)}
+ADDED_IN_4 = {"measurements": {"max_kv_len": "integer", "lengths": "text"}, "winners": {"max_kv_len": "integer"},
+              "misses": {"max_kv_len": "integer"}}
 
 ENVIRONMENTS = {
     "id": int, "key": str, "device_name": str, "device_kind": str, "compute_capability": str,

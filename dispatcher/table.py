@@ -137,9 +137,11 @@ class Table:
 def measured_problems(rows: Iterable[Any]) -> dict[AttentionProblem, dict[str, Timing]]:
     """Each problem measured, exactly as measured, with its timings by pipeline (a later row wins)."""
     out: dict[AttentionProblem, dict[str, Timing]] = {}
+    fields: list[str] | None = None
     for r in rows:
-        have = r.keys()                 # a database from before max_kv_len: uniform batches
-        p = AttentionProblem(**{f: r[f] for f in FIELDS if f in have})
+        if fields is None:              # a database from before max_kv_len has none: uniform batches
+            fields = [f for f in FIELDS if f in r.keys()]
+        p = AttentionProblem(**{f: r[f] for f in fields})
         pipe = Pipeline.from_row(r)
         out.setdefault(p, {})[pipe.id] = Timing(pipe, r["median_us"], r["spread_us"] or 0.0, r["relerr"])
     return out

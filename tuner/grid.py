@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from dispatcher.problem import AttentionProblem
+from dispatcher.problem import AttentionProblem, longest_request
 
 from .models import ModelPreset
 from .sizes import kv_bytes
@@ -54,7 +54,7 @@ def sizes(phase: str, g: SizeGrid) -> list[tuple[int, int, int, int]]:
     if phase == "decode":
         top = max(g.decode_kv)
         return [(b, 1, kv, kv * s) for s in g.decode_skew for b in g.decode_batch for kv in g.decode_kv
-                if kv * s <= min(top, b * kv - (b - 1))]
+                if kv * s <= min(top, longest_request(b, kv, 1))]
     out = []
     for b in g.prefill_batch:
         for q in g.prefill_q:

@@ -44,9 +44,10 @@ class PagedInputs:
     def checked_requests(self) -> list[int]:
         """The requests compared with the reference: the longest and the shortest (in a uniform
         batch, the first two)."""
-        b = range(len(self.lens))
-        picked = sorted({max(b, key=self.lens.__getitem__), min(b, key=self.lens.__getitem__)})
-        return picked if len(picked) == CHECK_REQUESTS or len(b) == 1 else [0, 1]
+        if len(set(self.lens)) == 1:
+            return list(range(min(len(self.lens), CHECK_REQUESTS)))
+        order = range(len(self.lens))
+        return sorted({max(order, key=self.lens.__getitem__), min(order, key=self.lens.__getitem__)})
 
     def check_rows(self) -> torch.Tensor:
         """Indices (into the flattened [batch*q_len] output) compared with the reference."""
@@ -64,11 +65,10 @@ def _kv_values(shape, dtype: str, device: str, gen: torch.Generator) -> tuple[to
     return (x.float() / scale).clamp(-FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn), scale
 
 
-def make_inputs(p: AttentionProblem, device: str = "cpu", seed: int = 0,
-                seq_lens: list[int] | None = None) -> PagedInputs:
-    """`seq_lens`: the requests' KV lengths (default: p's own where it has them, else the canonical
-    layout of its batch size, mean and longest request, tuner/lengths.py)."""
-    lens = list(seq_lens or p.seq_lens or lengths(p))
+def make_inputs(p: AttentionProblem, device: str = "cpu", seed: int = 0) -> PagedInputs:
+    """A paged batch of p's requests: at p.seq_lens where it has them, else laid out by the canonical
+    distribution of its batch size, mean and longest request (tuner/lengths.py)."""
+    lens = list(p.seq_lens or lengths(p))
     gen = torch.Generator(device=device).manual_seed(seed)
     pages = [math.ceil(n / p.page_size) for n in lens]
     num_pages = sum(pages)
@@ -124,10 +124,9 @@ def gather_request(x: PagedInputs, b: int, which: int) -> torch.Tensor:
 def reference(x: PagedInputs) -> torch.Tensor:
     """fp32 attention for the rows of check_rows(), computed per request over its own KV length."""
     p = x.problem
+    rows = x.check_rows().view(-1, min(p.q_len, CHECK_QUERIES))
     out = []
-    for b in x.checked_requests():
-        n = min(p.q_len, CHECK_QUERIES)
-        r = torch.arange(b * p.q_len + p.q_len - n, (b + 1) * p.q_len)
+    for b, r in zip(x.checked_requests(), rows):
         k = gather_request(x, b, 0).repeat_interleave(p.group_size, 0)
         v = gather_request(x, b, 1).repeat_interleave(p.group_size, 0)
         q = x.q[r.to(x.q.device)].float().transpose(0, 1)             # [H, n, D]

@@ -6,16 +6,14 @@ import math
 
 from dispatcher.problem import AttentionProblem
 
+from .lengths import lengths
+
 L2_BYTES = 60 * 2**20     # H100/H200 L2 (the rotation target below is a multiple of it)
 
 
 def kv_bytes(p: AttentionProblem) -> int:
-    """The paged KV cache of the whole batch (each request's pages: up to one page more per request
-    than its tokens need)."""
-    if p.max_kv_len == p.kv_len:
-        pages = p.batch_size * math.ceil(p.kv_len / p.page_size)
-    else:
-        pages = math.ceil(p.batch_size * p.kv_len / p.page_size) + p.batch_size
+    """The paged KV cache of the whole batch, as make_inputs lays it out (each request its own pages)."""
+    pages = sum(math.ceil(n / p.page_size) for n in (p.seq_lens or lengths(p)))
     elem = 1 if p.kv_dtype == "fp8" else 2
     return pages * 2 * p.num_kv_heads * p.page_size * p.head_dim * elem
 

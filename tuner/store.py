@@ -60,9 +60,8 @@ class Store:
                     self.db.execute(TRIALS_DDL)
                     for table, columns in ADDED_IN_4.items():
                         have = {c.name for c in self.db[table].columns}
-                        for col in columns:
+                        for col, kind in columns.items():
                             if col not in have:
-                                kind = "text" if col == "lengths" else "integer"
                                 self.db.execute(f"alter table {table} add column {col} {kind}")
                         if "max_kv_len" in columns:     # every batch measured before was uniform
                             self.db.execute(f"update {table} set max_kv_len = kv_len where max_kv_len is null")

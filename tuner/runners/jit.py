@@ -18,7 +18,6 @@ in the shortcut that skips it (the manifest lists the modules too), and stale on
 together, up front, like missing ones (out_of_date, rebuild)."""
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
@@ -47,8 +46,7 @@ class _Needs(Exception):
 
 def tiny(p: AttentionProblem) -> AttentionProblem:
     q = 1 if p.phase == "decode" else 16
-    return dataclasses.replace(p, batch_size=1, q_len=q, kv_len=max(4 * p.page_size, 64), max_kv_len=0,
-                               seq_lens=None)
+    return p.with_sizes(batch_size=1, q_len=q, kv_len=max(4 * p.page_size, 64))      # a batch of one is uniform
 
 
 def compile_key(p: AttentionProblem, pipe: Pipeline) -> tuple:

@@ -66,13 +66,13 @@ class TorchSdpa:
 
 
 def request_masks(x: PagedInputs) -> torch.Tensor:
-    """[batch, 1, q_len, longest] bool: each request's allowed keys within its own length."""
-    p = x.problem
-    out = torch.zeros((p.batch_size, 1, p.q_len, p.max_kv_len), dtype=torch.bool, device=x.q.device)
-    for b, n in enumerate(x.lens):
-        pos = torch.arange(n - p.q_len, n, device=x.q.device)
-        out[b, 0, :, :n] = allowed_keys(p, pos, x.q.device, n)
-    return out
+    """[batch, 1, q_len, longest] bool: each request's allowed keys within its own length (its new
+    tokens at its own end), in one pass over the whole batch."""
+    p, dev = x.problem, x.q.device
+    lens = torch.tensor(x.lens, device=dev)
+    pos = (lens[:, None] - p.q_len + torch.arange(p.q_len, device=dev)).flatten()
+    keys = allowed_keys(p, pos, dev, p.max_kv_len).view(p.batch_size, 1, p.q_len, p.max_kv_len)
+    return keys & (torch.arange(p.max_kv_len, device=dev) < lens[:, None, None, None])
 
 
 RUNNER = TorchSdpa()
