@@ -3,13 +3,16 @@
 # tests of mixed-length batches, then seeded problem sets and a grid sweep, each time-boxed, each into its
 # own database under $OUT (checkpointed so that a cut step still returns its finished rows).
 # usage: bash benchmarks/h200_sets.sh STEP... where a STEP is NAME:SECONDS:ARGS (ARGS: tuner sweep's,
-# spaces as commas), e.g. mixed1:75:--problems,benchmarks/results/mixed/mixed-seed1.jsonl
+# spaces as commas), e.g. mixed1:75:--problems,benchmarks/results/mixed/mixed-seed1.jsonl; a fourth field
+# names an earlier database (.db or .db.xz) to continue: its measured problems are not measured again.
 set -uo pipefail
 t0=$(date +%s)
 [ -f .gpu/flashinfer.txz ] && [ ! -d /tmp/site/flashinfer ] && mkdir -p /tmp/site && tar xJf .gpu/flashinfer.txz -C /tmp/site
 source .gpu/setup.sh || exit 1
 aot=/tmp/site/flashinfer/data/aot
 [ -f .gpu/aot.txz ] && mkdir -p $aot && tar xJf .gpu/aot.txz -C $aot --strip-components=1 && echo "AOT modules: $(ls $aot | wc -l)"
+# vLLM's Python files for tests/gpu/test_vllm_forward_gpu.py (`python -m tests.vllm_wheel pack .gpu/vllm.txz`)
+[ -f .gpu/vllm.txz ] && mkdir -p /tmp/vllm-tree && tar xJf .gpu/vllm.txz -C /tmp/vllm-tree && export SWITCHYARD_VLLM_TREE=/tmp/vllm-tree
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee $OUT/env.txt
 noise="│\|┃\|┏\|┡\|└\|leaked\|UserWarning\|scaled_dot\|nanobind\|^ - "
 if [ -n "${TESTS:-}" ]; then
@@ -18,7 +21,8 @@ if [ -n "${TESTS:-}" ]; then
   echo "tests done at $(( $(date +%s) - t0 )) s" | tee -a $OUT/gpu-tests.log
 fi
 for step in "$@"; do
-  IFS=: read -r name secs args <<< "$step"
+  IFS=: read -r name secs args from <<< "$step"
+  case "${from:-}" in *.xz) xz -dc "$from" > /tmp/$name.db ;; ?*) cp "$from" /tmp/$name.db ;; esac
   cmd=(python3 -m tuner sweep --model llama4-scout --device cuda --db /tmp/$name.db ${args//,/ }
        --max-minutes "$(python3 -c "print(max(0.1, ($secs - 25) / 60))")")
   echo "+ ${cmd[*]}   (at $(( $(date +%s) - t0 )) s)" | tee $OUT/$name.log

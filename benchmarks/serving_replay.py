@@ -10,9 +10,10 @@ Workloads (Llama-4-Scout geometry, TP1 and TP4, page 16; FP8 KV with FP8 output,
   long   concurrency 128, 10% of requests with ~32k of context;
   low    concurrency 8-32, one ~32k request at a time among short ones.
 `STEPS` steady-state steps per workload are sampled evenly after the first requests finish. The
-plugin's choice per step is the decision for the step's mean and longest length among what vLLM can run
-on SM90 (XQA, or its native decode wrapper: the fa2-tc pipeline with FlashInfer's own split), without
-fused FP8 output (the plugin does not patch vLLM's forward yet). Totals are of measured times only."""
+plugin's run per step is decided by the plugin's own code for the step's mean and longest length: XQA or
+vLLM's native decode wrapper (the fa2-tc pipeline with FlashInfer's own split), and with FP8 output XQA
+writing FP8 itself where fused.py fuses the layer (else a separate quant). Totals are of measured times
+only; steps the harness could not time are counted and left out."""
 from __future__ import annotations
 
 import argparse
@@ -92,27 +93,50 @@ def measured(db: str) -> dict[str, dict[str, float]]:
     return out
 
 
-def plugin_choice(d, p: AttentionProblem) -> str:
-    """What the plugin runs for p: XQA (vLLM's pick) unless its native decode is predicted faster."""
-    from dispatcher.table import rank
-    timings = {t.pipeline.id.replace("+out-quant", ""): t for t in d.model.at(p.cell())}
-    x, n = timings.get(VLLM_033), timings.get(NATIVE)
-    return NATIVE if x and n and rank([x, n], 1.0).winner is n else VLLM_033
+def plugin_run(answers, p: AttentionProblem) -> str:
+    """The pipeline the plugin runs for p, decided by its own code (decode.decide, fused.measured_answer):
+    XQA or vLLM's native decode, and with FP8 output XQA writing it itself where the layer was fused."""
+    from dispatcher.integrations.vllm.decode import DecodeState, decide
+    fused = p.out_dtype == "fp8" and fused_layer(answers, p)
+    fields = dict(phase="decode", num_qo_heads=p.num_qo_heads, num_kv_heads=p.num_kv_heads, head_dim=p.head_dim,
+                  page_size=p.page_size, window_left=p.window_left, q_dtype="bf16", kv_dtype=p.kv_dtype,
+                  out_dtype="fp8" if fused else "bf16")
+    xqa, _ = decide(answers, DecodeState(None, native="fa2-tc", fields=fields), p.batch_size, p.kv_len,
+                    p.max_kv_len)
+    if xqa is False:
+        return NATIVE + ("+out-quant" if p.out_dtype == "fp8" else "")
+    return VLLM_033 + ("+fused-out" if fused else "+out-quant" if p.out_dtype == "fp8" else "")
+
+
+def fused_layer(answers, p: AttentionProblem) -> bool:
+    """fused_output_quant_supported's answer for the step's layer (fused.py, with vLLM's defaults: page 16,
+    a BF16 model)."""
+    from dispatcher.integrations.vllm.fused import measured_answer
+    key = (p.num_qo_heads, p.num_kv_heads, p.head_dim, p.page_size, p.window_left)
+    if key not in _FUSED:
+        _FUSED[key] = measured_answer(answers, dict(
+            phase="decode", num_qo_heads=p.num_qo_heads, num_kv_heads=p.num_kv_heads, head_dim=p.head_dim,
+            page_size=p.page_size, window_left=p.window_left, kv_dtype="fp8", q_dtype="bf16", out_dtype="fp8"))[0]
+    return _FUSED[key]
+
+
+_FUSED: dict[tuple[int, ...], bool] = {}
 
 
 def report(seed: int, db: str, decide: str | None) -> None:
-    from dispatcher import load
-    d = load(decide or "heuristics.db", "NVIDIA H200")
+    from dispatcher.integrations.vllm.answers import Answers
+    from dispatcher.integrations.vllm.settings import Settings
+    answers = Answers(Settings(db=decide or "heuristics.db", device="NVIDIA H200"))
     times = measured(db)
     totals: dict[str, list[float]] = {}
+    missing = 0
     for name, p in step_problems(seed):
         t = times.get(p.key(), {})
-        suffix = "+out-quant" if p.out_dtype == "fp8" else ""
-        mine, theirs = t.get(plugin_choice(d, p) + suffix), t.get(VLLM_033 + suffix)
+        mine, theirs = t.get(plugin_run(answers, p)), t.get(VLLM_033 + ("+out-quant" if p.out_dtype == "fp8" else ""))
         if mine is None or theirs is None:
+            missing += 1
             continue
-        group = name.rsplit(" ", 1)[0]
-        acc = totals.setdefault(group, [0.0, 0.0, 0])
+        acc = totals.setdefault(name.rsplit(" ", 1)[0], [0.0, 0.0, 0])
         acc[0] += mine
         acc[1] += theirs
         acc[2] += 1
@@ -120,6 +144,7 @@ def report(seed: int, db: str, decide: str | None) -> None:
     print("|---|---|---|---|---|")
     for g, (mine, theirs, n) in sorted(totals.items()):
         print(f"| {g} | {n} | {mine:.1f} | {theirs:.1f} | {theirs / mine:.3f}x |")
+    print(f"{missing} step batches without a measurement of both")
 
 
 def main() -> None:

@@ -163,7 +163,7 @@ def check_a_database_of_another_gpu_leaves_vllms_prefill(v):
 
 
 # -- FlashInferMetadataBuilder: vLLM's real __init__ and build() ----------------------------------------
-def make_builder(v, cache_dtype="fp8", graphs="piecewise", spec_tokens=0, max_capture=512):
+def make_builder(v, cache_dtype="fp8", graphs="piecewise", spec_tokens=0, max_capture=512, device="cpu"):
     import torch
     from vllm.config import CUDAGraphMode
     from vllm.model_executor.layers.attention_layer_base import AttentionLayerBase
@@ -179,7 +179,8 @@ def make_builder(v, cache_dtype="fp8", graphs="piecewise", spec_tokens=0, max_ca
         def get_kv_cache_spec(self, vllm_config):
             return None
 
-    v.fib._fi_multi_ctas_kv_counter = torch.zeros(0, dtype=torch.uint8)   # a device buffer, here on the CPU
+    if device == "cpu":
+        v.fib._fi_multi_ctas_kv_counter = torch.zeros(0, dtype=torch.uint8)   # a device buffer, here on the CPU
     spec = types.SimpleNamespace(num_speculative_tokens=spec_tokens, parallel_drafting=False,
                                  enable_adaptive_verification=False) if spec_tokens else None
     cfg = v.set_config(
@@ -200,22 +201,24 @@ def make_builder(v, cache_dtype="fp8", graphs="piecewise", spec_tokens=0, max_ca
     kv = FullAttentionSpec(block_size=16, num_kv_heads=8, head_size=128,
                            dtype=torch.uint8 if quantized else torch.bfloat16,
                            kv_quant_mode=KVQuantMode.FP8_PER_TENSOR if quantized else KVQuantMode.NONE)
-    return v.fib.FlashInferMetadataBuilder(kv, ["layers.0.attn"], cfg, torch.device("cpu"))
+    return v.fib.FlashInferMetadataBuilder(kv, ["layers.0.attn"], cfg, torch.device(device))
 
 
-def batch(seq_lens, query_lens=None):
-    """vLLM's per-step CommonAttentionMetadata (decodes first), its tensors on the CPU."""
+def batch(seq_lens, query_lens=None, device="cpu", pages_per_request=1100):
+    """vLLM's per-step CommonAttentionMetadata (decodes first); request r owns KV pages
+    r * pages_per_request onwards."""
     import torch
     from vllm.v1.attention.backend import CommonAttentionMetadata
     q = query_lens or [1] * len(seq_lens)
     start = torch.tensor([0] + torch.tensor(q).cumsum(0).tolist(), dtype=torch.int32)
     lens = torch.tensor(seq_lens, dtype=torch.int32)
     n, tokens = len(seq_lens), int(start[-1])
+    pages = torch.arange(n * pages_per_request, dtype=torch.int32).reshape(n, pages_per_request)
     return CommonAttentionMetadata(
-        query_start_loc=start, query_start_loc_cpu=start, seq_lens=lens, seq_lens_cpu_upper_bound=lens,
-        num_reqs=n, num_actual_tokens=tokens, max_query_len=max(q), max_seq_len=max(seq_lens),
-        block_table_tensor=torch.arange(n * 1100, dtype=torch.int32).reshape(n, 1100),
-        slot_mapping=torch.zeros(tokens, dtype=torch.int64))
+        query_start_loc=start.to(device), query_start_loc_cpu=start, seq_lens=lens.to(device),
+        seq_lens_cpu_upper_bound=lens, num_reqs=n, num_actual_tokens=tokens, max_query_len=max(q),
+        max_seq_len=max(seq_lens), block_table_tensor=pages.to(device),
+        slot_mapping=torch.zeros(tokens, dtype=torch.int64, device=device))
 
 
 def decode_path(v, metadata):
@@ -304,13 +307,14 @@ def check_sm100_prefill_in_a_real_build_follows_the_measurements(v):
     assert prefill_path() == "FIPrefill"                           # FlashInfer's native prefill measured faster
 
 
-# -- FlashInferImpl.fused_output_quant_supported ----------------------------------------------------------
-def check_fused_fp8_output_keeps_vllms_answers(v):
-    """SM100: trtllm-gen writes FP8/FP4 itself. SM90: False (the forward patch XQA would need is not
-    done), and reasons() says so. SM80: False."""
+# -- FlashInferImpl.fused_output_quant_supported and forward ---------------------------------------------
+def check_fused_fp8_output_follows_vllm_except_measured_xqa_on_sm90(v):
+    """SM100: trtllm-gen writes FP8/FP4 itself (vLLM's True). SM90, FP8 KV, static FP8 output: True where
+    XQA's own FP8 output was measured faster (the shipped H200 db), False where a db says slower; NVFP4
+    output and BF16 KV stay vLLM's False. SM80: False."""
     fp8, fp4 = v.quant.kFp8StaticTensorSym, v.quant.kNvfp4Dynamic
     cases = {100: {("fp8", fp8): True, ("fp8", fp4): True, ("auto", fp8): False},
-             90: {("fp8", fp8): False, ("fp8", fp4): False, ("auto", fp8): False},
+             90: {("fp8", fp8): True, ("fp8", fp4): False, ("auto", fp8): False},
              80: {("fp8", fp8): False, ("auto", fp8): False}}
     plugin.install(db=str(SHIPPED), device="NVIDIA H200")
     for sm, expected in cases.items():
@@ -320,7 +324,81 @@ def check_fused_fp8_output_keeps_vllms_answers(v):
             impl = v.fib.FlashInferImpl(40, 128, 128 ** -0.5, 8, None, None, kv)
             assert impl.fused_output_quant_supported(key) is want, (sm, kv, key)
         if sm == 90:
-            assert "does not patch forward" in plugin.reasons()[f"fused output {fp8} 40/8x128 fp8"]
+            assert "faster than XQA and a separate quant" in plugin.reasons()[f"fused output {fp8} 40/8x128 fp8"]
+    v.set_capability(9, 0)
+    plugin.install(dispatcher=xqa_fp8_output_table(fused_us=30.0, separate_us=25.0))
+    impl = v.fib.FlashInferImpl(40, 128, 128 ** -0.5, 8, None, None, "fp8")
+    assert impl.fused_output_quant_supported(fp8) is False
+    assert "slower" in plugin.reasons()[f"fused output {fp8} 40/8x128 fp8"]
+
+
+def xqa_fp8_output_table(fused_us: float, separate_us: float) -> Dispatcher:
+    """An H200 table of XQA decode with FP8 KV and FP8 output, written by XQA or by a separate quant."""
+    t = Table()
+    for batch in (1, 16, 256):
+        p = AttentionProblem(phase="decode", num_qo_heads=40, num_kv_heads=8, batch_size=batch, kv_len=2048,
+                             kv_dtype="fp8", out_dtype="fp8").cell()
+        pdl = (("enable_pdl", True),)
+        t.add(p, Timing(Pipeline("trtllm-xqa", "bf16", "fp8", "fp8", tactic=pdl), fused_us, 0.2, 0.04))
+        t.add(p, Timing(Pipeline("trtllm-xqa", "bf16", "fp8", "bf16", out_quant=True, tactic=pdl), separate_us,
+                        0.2, 0.03))
+    return Dispatcher(t, H200, plugin.vllm_registry())
+
+
+def decode_step(v, builder, seq_lens, out_dtype):
+    """One layer's forward() inputs for a decode step: the layer's scales, a query, vLLM's FP8 KV cache
+    (LBHNC: [pages, kv heads, page, K and V], stored as uint8) and the output buffer."""
+    import torch
+    n = len(seq_lens)
+    layer = types.SimpleNamespace(_q_scale_float=1.0, _k_scale_float=0.5, _v_scale_float=0.75, _o_scale_float=None,
+                                  _q_scale=torch.ones(1), _k_scale=torch.full((1,), 0.5),
+                                  _v_scale=torch.full((1,), 0.75))
+    query = torch.randn(n, 40, 128, dtype=torch.bfloat16)
+    kv = torch.zeros(n * 1100, 8, 16, 256, dtype=torch.uint8)
+    out = torch.empty(n, 40, 128, dtype=out_dtype)
+    return layer, query, kv, out, builder.build(0, batch(seq_lens))
+
+
+def check_sm90_fused_fp8_output_xqa_writes_it_with_its_own_scale(v):
+    """vLLM's own forward, with FlashInfer's XQA call recorded: a decode step on XQA gets the output's FP8
+    buffer, o_scale and bmm2_scale = v_scale / o_scale (as the tuner's trtllm-xqa+fused-out pipeline);
+    without the plugin vLLM refuses the fused call on SM90."""
+    import torch
+    v.set_capability(9, 0)
+    calls = []
+    v.fib.flashinfer_xqa_batch_decode_with_kv_cache = lambda **kw: calls.append(kw)     # the kernel, recorded
+    v.fib.trtllm_workspace_buffer = torch.zeros(64, dtype=torch.uint8)                # vLLM's is on the GPU
+    plugin.install(db=str(SHIPPED), device="NVIDIA H200")
+    b = make_builder(v)
+    impl = b.vllm_config.compilation_config.static_forward_context["layers.0.attn"].impl
+    assert impl.fused_output_quant_supported(v.quant.kFp8StaticTensorSym) is True
+    layer, query, kv, out, step = decode_step(v, b, UNIFORM, torch.float8_e4m3fn)
+    assert decode_path(v, step) == "xqa"
+    assert impl.forward(layer, query, None, None, kv, step, out, output_scale=torch.tensor([0.25])) is out
+    fused = calls[-1]
+    assert fused["o_scale"] == 0.25 and fused["bmm2_scale"] == 0.75 / 0.25 and fused["out"].dtype == out.dtype
+    assert fused["out"].data_ptr() == out.data_ptr() and layer._o_scale_float == 0.25
+    layer, query, kv, bf16_out, step = decode_step(v, b, UNIFORM, torch.bfloat16)
+    impl.forward(layer, query, None, None, kv, step, bf16_out)                  # no fusion: vLLM's call as is
+    assert "o_scale" not in calls[-1] and calls[-1]["bmm2_scale"] == 0.75
+    plugin.uninstall()
+    with pytest.raises(AssertionError, match="fusion"):
+        impl.forward(layer, query, None, None, kv, step, out, output_scale=torch.tensor([0.25]))
+
+
+def check_sm90_fused_fp8_output_elsewhere_quantizes_what_vllms_kernel_wrote(v):
+    """A step Switchyard decodes natively (one long request): vLLM's native wrapper writes the model's
+    dtype (an identity kernel here, writing the query), then the static FP8 quant: out = q / scale."""
+    import torch
+    v.set_capability(9, 0)
+    plugin.install(db=str(SHIPPED), device="NVIDIA H200")
+    b = make_builder(v)
+    impl = b.vllm_config.compilation_config.static_forward_context["layers.0.attn"].impl
+    assert impl.fused_output_quant_supported(v.quant.kFp8StaticTensorSym) is True
+    layer, query, kv, out, step = decode_step(v, b, ONE_LONG, torch.float8_e4m3fn)
+    assert decode_path(v, step) == "native"
+    impl.forward(layer, query, None, None, kv, step, out, output_scale=torch.tensor([0.25]))
+    assert torch.equal(out.float(), (query.float() / 0.25).to(torch.float8_e4m3fn).float())
 
 
 # -- installing -------------------------------------------------------------------------------------------
@@ -336,17 +414,19 @@ def check_other_vllm_versions_are_refused_and_left_alone(v):
 
 def check_entry_point_installs_only_with_a_database_and_uninstall_restores(v):
     builder = v.fib.FlashInferMetadataBuilder
-    own = (v.fi.use_trtllm_attention, builder.build, v.fib.FlashInferImpl.fused_output_quant_supported)
+    own = (v.fi.use_trtllm_attention, builder.build, v.fib.FlashInferImpl.fused_output_quant_supported,
+           v.fib.FlashInferImpl.forward)
     with patch.dict(os.environ, {"SWITCHYARD_DB": ""}):
         plugin.register()
     assert plugin.installed() == []
     with patch.dict(os.environ, {"SWITCHYARD_DB": str(SHIPPED), "SWITCHYARD_DEVICE": "NVIDIA H200"}):
         plugin.register()
         plugin.register()                                      # once per process, but idempotent anyway
-    assert len(plugin.installed()) == 5 and v.fib.use_trtllm_attention is v.fi.use_trtllm_attention
+    assert len(plugin.installed()) == 7 and v.fib.use_trtllm_attention is v.fi.use_trtllm_attention
     assert builder.build.__wrapped__ is own[1]
     plugin.uninstall()
-    assert (v.fi.use_trtllm_attention, builder.build, v.fib.FlashInferImpl.fused_output_quant_supported) == own
+    assert (v.fi.use_trtllm_attention, builder.build, v.fib.FlashInferImpl.fused_output_quant_supported,
+            v.fib.FlashInferImpl.forward) == own
     assert v.fib.use_trtllm_attention is own[0] and "build_for_cudagraph_capture" not in vars(builder)
 
 

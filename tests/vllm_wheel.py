@@ -4,11 +4,13 @@
 wheel already on disk), keeps only its Python files (no compiled extensions) under
 ~/.cache/switchyard/vllm-0.33.0/tree and deletes the wheel; nothing of it is committed.
 
-`python -m tests.vllm_wheel TREE MODULE` imports vLLM's FlashInfer modules from TREE with stubs for what
+`python -m tests.vllm_wheel TREE MODULE [--gpu]` imports vLLM's FlashInfer modules from TREE with stubs for what
 is not installed here: third-party packages (flashinfer, zmq, psutil, transformers, ...), the CUDA platform
 (a settable compute capability), the vLLM config (a namespace with a real AttentionConfig), NVIDIA's
 cubin server and one Triton kernel. It then runs every `check_*` function of MODULE and prints their
-outcomes as JSON. The stubs fill sys.modules, so this runs in a subprocess, never inside pytest.
+outcomes as JSON; with --gpu FlashInfer and vLLM's Triton kernel are the real ones (tests/gpu). The stubs
+fill sys.modules, so this runs in a subprocess, never inside pytest. `python -m tests.vllm_wheel pack OUT`
+packs the part of the tree they import, for a GPU host without PyPI.
 """
 from __future__ import annotations
 
@@ -122,8 +124,11 @@ class _StubModule(types.ModuleType):
 
 
 class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def __init__(self, exclude: tuple[str, ...] = ()) -> None:
+        self.stubbed = tuple(p for p in STUB_PACKAGES if p not in exclude)
+
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        if fullname.split(".")[0] in STUB_PACKAGES:
+        if fullname.split(".")[0] in self.stubbed:
             return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
         return None
 
@@ -145,6 +150,13 @@ class FakeWrapper:
     def plan(self, *args: Any, **kwargs: Any) -> None:
         self.plans.append(kwargs)
         self._window_left = kwargs.get("window_left", -1)
+        self._logits_soft_cap = kwargs.get("logits_soft_cap") or 0.0
+        self._sm_scale = kwargs.get("sm_scale")
+
+    def run(self, query: Any, kv_cache: Any, *args: Any, out: Any = None, **kwargs: Any) -> Any:
+        """An identity kernel: writes the query, so a test can tell what reached `out`."""
+        out.copy_(query.to(out.dtype))
+        return out
 
 
 def _fake_flashinfer() -> None:
@@ -201,16 +213,18 @@ def set_config(use_trtllm_attention: bool | None = None, **sections: Any) -> Any
     return config
 
 
-def install_stubs(tree: Path, capability: tuple[int, int] = (10, 0)) -> None:
+def install_stubs(tree: Path, capability: tuple[int, int] = (10, 0), real_flashinfer: bool = False) -> None:
+    """`real_flashinfer`: on a GPU, FlashInfer's own package and kernels instead of the stub."""
     sys.path.insert(0, str(tree))
     sys.modules.setdefault("regex", re)                     # vLLM does `import regex as re`
-    sys.meta_path.insert(0, _StubFinder())
+    sys.meta_path.insert(0, _StubFinder(exclude=("flashinfer",) if real_flashinfer else ()))
     for name in CUT_VLLM_MODULES:
         mod = types.ModuleType(name)
         mod.__path__ = []
         sys.modules[name] = mod
     sys.modules[CUT_VLLM_MODULES[-1]].get_kv_connector_cache_layout = lambda *a, **k: None  # type: ignore[attr-defined]
-    _fake_flashinfer()
+    if not real_flashinfer:
+        _fake_flashinfer()
     set_capability(*capability)
     _fake_platform()
 
@@ -229,20 +243,21 @@ class _Kernel:
         return copy_page_indices(grid)
 
 
-def load_vllm() -> types.SimpleNamespace:
-    """vLLM's modules under test, with the platform-facing stubs set."""
+def load_vllm(triton: bool = False) -> types.SimpleNamespace:
+    """vLLM's modules under test, with the platform-facing stubs set (`triton`: vLLM's own Triton kernel)."""
     fi = importlib.import_module("vllm.utils.flashinfer")
     fib = importlib.import_module("vllm.v1.attention.backends.flashinfer")
     quant = importlib.import_module("vllm.model_executor.layers.quantization.utils.quant_utils")
     fi.has_nvidia_artifactory = lambda: True          # else an HTTP request to NVIDIA's cubin server
-    fib._copy_page_indices_kernel = _Kernel()
+    if not triton:
+        fib._copy_page_indices_kernel = _Kernel()
     return types.SimpleNamespace(fi=fi, fib=fib, quant=quant, set_capability=set_capability,
                                  set_config=set_config, version=importlib.import_module("vllm.version"))
 
 
-def run_checks(tree: Path, module: str) -> dict[str, str]:
-    install_stubs(tree)
-    v = load_vllm()
+def run_checks(tree: Path, module: str, gpu: bool = False) -> dict[str, str]:
+    install_stubs(tree, real_flashinfer=gpu)
+    v = load_vllm(triton=gpu)
     mod = importlib.import_module(module)
     plugin = importlib.import_module("dispatcher.integrations.vllm")
     results = {}
@@ -260,6 +275,27 @@ def run_checks(tree: Path, module: str) -> dict[str, str]:
     return results
 
 
+def pack(out: Path) -> None:
+    """The part of the tree the checks import (plus vLLM's attention, utils and platform packages whole),
+    as an .txz for a GPU host that cannot reach PyPI: its tests find it through $SWITCHYARD_VLLM_TREE
+    once unpacked. Run it in a fresh process: it imports vLLM under the CPU stubs."""
+    import tarfile
+    tree = obtain()
+    run_checks(tree, "tests.test_vllm_plugin")
+    files = {Path(m.__file__) for n, m in list(sys.modules.items()) if n.split(".")[0] == "vllm"
+             and getattr(m, "__file__", None)}
+    for sub in ("vllm/v1/attention", "vllm/utils", "vllm/platforms"):
+        files |= set((tree / sub).rglob("*.py"))
+    files |= set(tree.glob("vllm-*.dist-info/*"))
+    with tarfile.open(out, "w:xz") as tar:
+        for f in sorted(files):
+            tar.add(f, arcname=str(f.relative_to(tree)))
+    print(f"{len(files)} files of vLLM {VERSION} -> {out} ({out.stat().st_size / 1e6:.1f} MB)")
+
+
 if __name__ == "__main__":
-    outcome = run_checks(Path(sys.argv[1]), sys.argv[2])
-    print(RESULT_MARK + json.dumps(outcome))
+    if sys.argv[1] == "pack":
+        pack(Path(sys.argv[2]))
+    else:
+        outcome = run_checks(Path(sys.argv[1]), sys.argv[2], gpu="--gpu" in sys.argv[3:])
+        print(RESULT_MARK + json.dumps(outcome))

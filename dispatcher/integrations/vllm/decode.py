@@ -17,6 +17,7 @@ from typing import Any
 
 from ...problem import size_cell
 from .answers import Answers, active_builder, current, dtype_name, kv_dtype_name
+from .fused import FUSED_FP8
 
 STATE = "switchyard_decode"             # the per-builder DecodeState, set on first build
 CAPTURING = "switchyard_capturing"      # True while build_for_cudagraph_capture runs
@@ -169,7 +170,9 @@ def eligibility(builder: Any, answers: Answers) -> DecodeState:
     if blocked:
         return DecodeState(f"kept vLLM's XQA: {', '.join(blocked)}")
     model = builder.model_config.dtype
-    dtypes = {"q_dtype": dtype_name(builder.q_data_type_decode), "out_dtype": dtype_name(model),
+    # where Switchyard runs the group's FP8 output (fused.py), XQA writing FP8 meets native decode + a quant
+    out = "fp8" if writes_fp8(builder) else dtype_name(model)
+    dtypes = {"q_dtype": dtype_name(builder.q_data_type_decode), "out_dtype": out,
               "kv_dtype": kv_dtype_name(builder.cache_dtype, model)}
     if None in dtypes.values():
         return DecodeState(f"kept vLLM's XQA: Switchyard measures no such dtypes ({builder.cache_dtype}, {model})")
@@ -187,3 +190,9 @@ def eligibility(builder: Any, answers: Answers) -> DecodeState:
         "phase": "decode", "num_qo_heads": builder.num_qo_heads, "num_kv_heads": builder.num_kv_heads,
         "head_dim": builder.head_dim, "page_size": builder.page_size, "window_left": builder.window_left,
         **dtypes})
+
+
+def writes_fp8(builder: Any) -> bool:
+    """Whether the group's layers had their FP8 output fused by Switchyard (fused.py, at compile time)."""
+    layers = getattr(builder.vllm_config.compilation_config, "static_forward_context", None) or {}
+    return any(getattr(getattr(layers.get(name), "impl", None), FUSED_FP8, False) for name in builder.layer_names)

@@ -16,6 +16,7 @@ from typing import Any
 from ...dispatch import Dispatcher
 from .answers import configure, log
 from .decode import wrap_build, wrap_capture
+from .forward import wrap_forward, wrap_xqa
 from .fused import wrap_fused_output_quant_supported
 from .prefill import wrap_use_trtllm_attention
 from .settings import ENV_DB
@@ -26,6 +27,7 @@ SUPPORTED_VLLM = ("0.33.0",)
 UTILS = "vllm.utils.flashinfer"
 BACKEND = "vllm.v1.attention.backends.flashinfer"
 QUANT = "vllm.model_executor.layers.quantization.utils.quant_utils"
+XQA = "flashinfer_xqa_batch_decode_with_kv_cache"     # the backend's own name for FlashInfer's XQA decode
 MISSING = object()              # the patched attribute was inherited, not the owner's own
 
 
@@ -84,6 +86,8 @@ def install(db: str | None = None, device: str | None = None, *, decode_kv_len: 
         (builder, "build_for_cudagraph_capture", wrap_capture(builder.build_for_cudagraph_capture)),
         (impl, "fused_output_quant_supported",
          wrap_fused_output_quant_supported(impl.fused_output_quant_supported, quant.kFp8StaticTensorSym)),
+        (impl, "forward", wrap_forward(impl.forward, backend)),
+        (backend, XQA, wrap_xqa(getattr(backend, XQA))),      # forward.py gives it the FP8 output's scale
     ]
     try:
         for owner, name, new in replacements:
