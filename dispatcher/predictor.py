@@ -63,7 +63,8 @@ class PredictorConfig:
     kv_line_span: int = 8         # the longer one at most this many times the shorter
     between_rows: int = 0         # 1: a batch size never measured is read between the measured ones either side
     skew_weight: float = 1.0      # one octave of longest-over-mean counts as this many octaves of KV
-    unsplit_waves: float = 2.0    # decode: batch x KV heads over SMs from which FA2's plan leaves requests unsplit
+    unsplit_waves: float = 1.9    # decode: batch x KV heads over SMs from which FA2's plan leaves requests unsplit
+    longest_alone_waves: float = 2.0   # decode: from here XQA's longest request costs as if run alone, after the rest
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -259,8 +260,10 @@ class FittedModel:
     def ragged_prior(self, p: AttentionProblem) -> list[Timing]:
         """A mixed batch where its family has none measured: each pipeline from uniform batches
         (the rules picked on one mixed set and reported on another: benchmarks/results/h200-2026-12-05/).
-        - a kernel that partitions work per request (`ragged = "longest"` in kernels.toml): the mean
-          batch plus the longest request alone, its critical path;
+        - a kernel that partitions work per request (`ragged = "longest"` in kernels.toml): below
+          `longest_alone_waves` waves the slower of the mean batch and the uniform batch at the longest
+          length, one wave of it at most (the longest request's CTAs split as that batch's, finishing
+          last); from there on the mean batch plus the longest request alone;
         - one whose plan balances the total: the mean batch; but from `unsplit_waves` waves of CTAs on
           (batch x KV heads over SMs) FlashInfer's planner leaves requests unsplit, and the longest
           runs as in a one-wave batch of the longest length, if that is slower;
@@ -270,17 +273,22 @@ class FittedModel:
         def at(**sizes: int) -> dict[str, Timing]:
             return {t.pipeline.id: t for t in self.at(p.with_sizes(**sizes))}
         sms = self.sm_count
-        full = bool(sms) and p.batch_size * p.num_kv_heads >= self.config.unsplit_waves * sms
-        mean, alone = at(max_kv_len=p.kv_len), at(batch_size=1, kv_len=p.max_kv_len)
+        waves = p.batch_size * p.num_kv_heads / sms if sms else 0.0
+        full = bool(sms) and waves >= self.config.unsplit_waves
+        split_longest = bool(sms) and waves >= self.config.longest_alone_waves
+        wave = min(p.batch_size, math.ceil(sms / p.num_kv_heads)) if sms else p.batch_size
+        mean = at(max_kv_len=p.kv_len)
+        alone = at(batch_size=1, kv_len=p.max_kv_len)
+        one_wave = at(batch_size=wave, kv_len=p.max_kv_len, max_kv_len=p.max_kv_len)
         # the uniform batch at the longest length: one wave of it where requests run unsplit, else all of it
-        top = at(batch_size=min(p.batch_size, math.ceil(sms / p.num_kv_heads)) if full else p.batch_size,
-                 kv_len=p.max_kv_len, max_kv_len=p.max_kv_len)
+        top = one_wave if full else at(batch_size=p.batch_size, kv_len=p.max_kv_len, max_kv_len=p.max_kv_len)
         out = []
         for pid, m in mean.items():
             if fixed_split(m.pipeline):
                 t = m if full else top.get(pid)
             elif self.ragged.get(m.pipeline.kernel) == "longest":
-                t = _sum(m, alone[pid]) if pid in alone else None
+                src, combine = (alone, _sum) if split_longest else (one_wave, _slower)
+                t = combine(m, src[pid]) if pid in src else None
             else:
                 t = _slower(m, top[pid]) if full and pid in top else m
             if t is not None:

@@ -256,7 +256,7 @@ def check_full_graphs_decide_at_capture_and_replays_keep_it(v):
     b = make_builder(v, graphs="full", max_capture=16)
     assert decode_path(v, b.build_for_cudagraph_capture(batch([1] * 8))) == "xqa"   # expected: uniform
     assert decode_path(v, b.build(0, batch(ONE_LONG))) == "xqa"       # replay of size 8: never switched
-    big = [500] * 31 + [16000]                                         # 32 > 16: no graph, decided per step
+    big = [500] * 23 + [16000]                                         # 24 > 16: no graph, decided per step
     assert decode_path(v, b.build(0, batch(big))) == "native"
     plugin.install(db=str(SHIPPED), device="NVIDIA H200", decode_kv_len=1024, decode_skew=8.0)
     b = make_builder(v, graphs="full", max_capture=16)
