@@ -34,7 +34,9 @@ def test_held_out_regret_and_the_worst_misses_on_the_shipped_h200_data():
     # pooled over all held-out shapes: the geometric mean of all of them, exactly
     for m, pooled in res["overall"].items():
         vs = [ms[m] for ms in res["configs"].values()]
-        assert pooled["n"] == sum(v["n"] for v in vs) == res["held_out"]
+        assert pooled["n"] == sum(v["n"] for v in vs)
+        # every held-out shape is scored, or its chosen pipeline failed there (counted, not hidden)
+        assert pooled["n"] + sum(v["unmeasured_choice"] for v in vs) == res["held_out"]
         assert math.isclose(math.log(pooled["regret_geomean"]) * pooled["n"],
                             sum(v["n"] * math.log(v["regret_geomean"]) for v in vs))
         assert pooled["regret_max"] == max(v["regret_max"] for v in vs)
