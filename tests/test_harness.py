@@ -150,3 +150,25 @@ def test_one_slow_round_does_not_drop_a_candidate_its_warm_up_showed_close():
     stats = time_interleaved(fns, WallTimer(dataclasses.replace(CFG, first_far_behind=100.0)))
     assert stats["spiky"].reps == 5 and stats["spiky"].median_us < 7500
     assert stats["slow"].reps == 1          # slow in its warm-up too: still dropped after round 1
+
+
+def test_a_candidate_failing_its_warm_up_or_a_round_fails_alone():
+    """Out of memory in one pipeline's capture (beside the others' buffers) used to fail every pipeline
+    of the problem (benchmarks/results/h200-2026-12-06/: a serving-replay step lost all its timings)."""
+    def broken_after(n: int):
+        seen = []
+
+        def call():
+            seen.append(1)
+            if len(seen) > n:
+                raise RuntimeError("CUDA out of memory. Tried to allocate 8.95 GiB")
+        return call
+    fns = {"ok": [sleeper(0.001, [])], "at-warm-up": [broken_after(0)], "in-a-round": [broken_after(3)],
+           "close": [sleeper(0.0012, [])]}
+    failed, recovered = {}, []
+    stats = time_interleaved(fns, WallTimer(CFG), failed=failed, recover=recovered.append)
+    assert set(stats) == {"ok", "close"} and stats["ok"].median_us < stats["close"].median_us
+    assert set(failed) == {"at-warm-up", "in-a-round"} and "out of memory" in str(failed["at-warm-up"])
+    assert sorted(recovered) == ["at-warm-up", "in-a-round"]
+    with pytest.raises(RuntimeError, match="out of memory"):       # without `failed`: as before, it propagates
+        time_interleaved({"at-warm-up": [broken_after(0)]}, WallTimer(CFG))

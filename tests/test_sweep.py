@@ -86,6 +86,37 @@ def test_a_failing_pipeline_is_recorded_and_the_sweep_goes_on(db_path, cpu, monk
     assert {w["pipeline"] for w in rows(db_path, "select * from winners")} == {"torch-sdpa[backend=flash]"}
 
 
+class RunsOutOfMemoryWhenTimed(Exploding):
+    """torch SDPA's math backend passes the accuracy check, then fails every later call."""
+
+    def build(self, pipe, x):
+        from tuner.runners.torch_sdpa import RUNNER
+        run = RUNNER.build(pipe, x)
+        if pipe.tactic_dict()["backend"] != "math":
+            return run
+        calls = []
+
+        def once_then_oom(*a, **k):
+            calls.append(1)
+            if len(calls) > 1:
+                raise RuntimeError("CUDA out of memory. Tried to allocate 8.95 GiB")
+            return run(*a, **k)
+        return once_then_oom
+
+
+def test_a_pipeline_failing_while_timed_fails_alone(db_path, cpu, monkeypatch):
+    real = runners.get_runner
+    monkeypatch.setattr(runners, "get_runner", lambda k: RunsOutOfMemoryWhenTimed() if k == "torch-sdpa" else real(k))
+    s = Store(db_path)
+    report = run_sweep([small()], cpu, s, FAST)
+    s.close()
+    assert report.count("failed") == 1 and report.count("ok") == 1
+    failed = rows(db_path, "select * from measurements where status = 'failed'")
+    assert failed[0]["pipeline"] == "torch-sdpa[backend=math]" and failed[0]["error"].startswith("timing: ")
+    assert "out of memory" in failed[0]["error"]
+    assert {w["pipeline"] for w in rows(db_path, "select * from winners")} == {"torch-sdpa[backend=flash]"}
+
+
 def test_shapes_that_do_not_fit_are_recorded_unsupported(db_path, cpu):
     s = Store(db_path)
     run_sweep([small()], cpu, s, FAST, SweepOptions(memory_fraction=1e-12))

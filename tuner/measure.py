@@ -49,6 +49,17 @@ def clear_cuda_error(device: DeviceInfo) -> None:
             pass
 
 
+def free_after_error(device: DeviceInfo, dropped: object = None) -> None:
+    """After a pipeline failed while timing (`dropped`: its callables, let go here): clear the error,
+    and give the freed memory back (an out-of-memory failure left the cache full of the blocks the
+    next pipeline's capture needs)."""
+    del dropped
+    clear_cuda_error(device)
+    if device.kind == "cuda":
+        import torch
+        torch.cuda.empty_cache()
+
+
 def error_text(e: BaseException) -> str:
     last = traceback.format_exception_only(type(e), e)[-1].strip()
     return last[:2000]
@@ -111,14 +122,14 @@ def measure_problem(p: AttentionProblem, pipes: list[Pipeline], device: DeviceIn
             continue
         fns[pipe.id], errs[pipe.id] = built, err
     if fns:
-        try:
-            # the accuracy check ran each pipeline's first copy: that call was its first warm-up
-            stats = time_interleaved(fns, timer, note=note, clock=clock, first_warm=True,
-                                     can_win={pid for pid in fns if errs[pid] <= budget})
-        except Exception as e:  # noqa: BLE001
-            stats, why = {}, error_text(e)
-            for pid in fns:
-                rows[pid] = result_row(next(pp for pp in pipes if pp.id == pid), "failed", error=f"timing: {why}")
+        failed: dict[str, BaseException] = {}
+        # the accuracy check ran each pipeline's first copy: that call was its first warm-up; a pipeline
+        # failing its capture or rounds (out of memory beside the others) fails alone
+        stats = time_interleaved(fns, timer, note=note, clock=clock, first_warm=True,
+                                 can_win={pid for pid in fns if errs[pid] <= budget}, failed=failed,
+                                 recover=lambda pid: free_after_error(device, fns.pop(pid, None)))
+        for pid, e in failed.items():
+            rows[pid] = result_row(next(pp for pp in pipes if pp.id == pid), "failed", error=f"timing: {error_text(e)}")
         for pid, s in stats.items():
             pipe = next(pp for pp in pipes if pp.id == pid)
             status = "ok" if errs[pid] <= budget else "inaccurate"

@@ -117,7 +117,9 @@ def part(parts: Counter, name: str):
 
 def time_interleaved(fns: dict[str, list[Callable]], timer, cfg: TimingConfig | None = None,
                      note: Callable[[str, str], None] | None = None, clock=None,
-                     first_warm: bool = False, can_win: set[str] | None = None) -> dict[str, Stats]:
+                     first_warm: bool = False, can_win: set[str] | None = None,
+                     failed: dict[str, BaseException] | None = None,
+                     recover: Callable[[str], None] = lambda k: None) -> dict[str, Stats]:
     """Time every candidate in `fns` (a list of callables over rotated inputs each) round by round,
     rotating the order each round (clock drift then spreads over all candidates instead of favouring
     whichever ran first). A candidate clearly out of the race after `keep_rounds` is not timed further,
@@ -126,14 +128,28 @@ def time_interleaved(fns: dict[str, list[Callable]], timer, cfg: TimingConfig | 
     `clock` (a Counter) gathers the seconds of warm-up and capture ("prepare") and of the rounds ("timing").
     `first_warm`: each candidate's first callable has run once already (see the timers' prepare).
     `can_win`: the candidates that may win (within the accuracy budget); only they set the pace the
-    others are dropped against, so a fast but inaccurate kernel cannot cut the race short."""
+    others are dropped against, so a fast but inaccurate kernel cannot cut the race short.
+    `failed`: where a candidate whose warm-up, capture or round raises is put (its error), leaving the
+    others timed; `recover(candidate)` runs after each such failure (a CUDA caller drops the candidate's
+    buffers, clears the error and frees memory). Without `failed`, the first error propagates."""
     cfg = cfg or timer.cfg
     note = note or (lambda stage, pid: None)     # who runs now: a worker's parent blames a crash on it
     prepared = {}
     t0 = time.perf_counter()
-    for k, f in fns.items():
+
+    def fail(k: str, e: BaseException) -> None:
+        if failed is None:
+            raise e
+        failed[k] = e
+        prepared.pop(k, None)               # its graph and buffers go before the next candidate needs memory
+        recover(k)
+
+    for k in list(fns):
         note("prepare", k)
-        prepared[k] = timer.prepare(f, first_warm)
+        try:
+            prepared[k] = timer.prepare(fns[k], first_warm)
+        except Exception as e:  # noqa: BLE001 (one candidate running out of memory is its result alone)
+            fail(k, e)
     t1 = time.perf_counter()
     names = list(prepared)
     samples: dict[str, list[float]] = {k: [] for k in names}
@@ -148,13 +164,21 @@ def time_interleaved(fns: dict[str, list[Callable]], timer, cfg: TimingConfig | 
     # slow round alone can lock in a wrong time for a kernel tied for best (benchmarks/results/h200-2026-12-04c/)
     witness = {k: [prepared[k].first[0]] if prepared[k].first else [] for k in names}
     for r in range(cfg.rounds):
+        if not active:
+            break
         if r == cfg.keep_rounds and len(active) > 1:
-            best = min(statistics.median(samples[k]) for k in active if k in pace)   # the fastest stays
+            racing = [k for k in active if k in pace] or active
+            best = min(statistics.median(samples[k]) for k in racing)   # the fastest stays
             active = [k for k in active if min(samples[k] + witness[k]) <= cfg.far_behind * best]
         shift = r % len(active)
         for k in active[shift:] + active[:shift]:
             note("time", k)
-            us, n = prepared[k]()
+            try:
+                us, n = prepared[k]()
+            except Exception as e:  # noqa: BLE001
+                fail(k, e)
+                active.remove(k)
+                continue
             samples[k].append(us)
             calls[k] = n
     timer.release()
@@ -163,4 +187,4 @@ def time_interleaved(fns: dict[str, list[Callable]], timer, cfg: TimingConfig | 
         clock["timing"] += time.perf_counter() - t1
         clock.update(timer.parts)
     timer.parts.clear()                            # handed over: the next problem's parts start from zero
-    return {k: summarize(samples[k], calls[k]) for k in names}
+    return {k: summarize(samples[k], calls[k]) for k in names if k in prepared}
