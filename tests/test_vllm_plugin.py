@@ -359,6 +359,16 @@ def decode_step(v, builder, seq_lens, out_dtype):
     return layer, query, kv, out, builder.build(0, batch(seq_lens))
 
 
+def fused_sm90_layer(v):
+    """The plugin on, a builder and its layer, whose static FP8 output the plugin fused (vLLM's fusion
+    pass asked, as when it compiles)."""
+    plugin.install(db=str(SHIPPED), device="NVIDIA H200")
+    b = make_builder(v)
+    impl = b.vllm_config.compilation_config.static_forward_context["layers.0.attn"].impl
+    assert impl.fused_output_quant_supported(v.quant.kFp8StaticTensorSym) is True
+    return b, impl
+
+
 def check_sm90_fused_fp8_output_xqa_writes_it_with_its_own_scale(v):
     """vLLM's own forward, with FlashInfer's XQA call recorded: a decode step on XQA gets the output's FP8
     buffer, o_scale and bmm2_scale = v_scale / o_scale (as the tuner's trtllm-xqa+fused-out pipeline);
@@ -368,10 +378,7 @@ def check_sm90_fused_fp8_output_xqa_writes_it_with_its_own_scale(v):
     calls = []
     v.fib.flashinfer_xqa_batch_decode_with_kv_cache = lambda **kw: calls.append(kw)     # the kernel, recorded
     v.fib.trtllm_workspace_buffer = torch.zeros(64, dtype=torch.uint8)                # vLLM's is on the GPU
-    plugin.install(db=str(SHIPPED), device="NVIDIA H200")
-    b = make_builder(v)
-    impl = b.vllm_config.compilation_config.static_forward_context["layers.0.attn"].impl
-    assert impl.fused_output_quant_supported(v.quant.kFp8StaticTensorSym) is True
+    b, impl = fused_sm90_layer(v)
     layer, query, kv, out, step = decode_step(v, b, UNIFORM, torch.float8_e4m3fn)
     assert decode_path(v, step) == "xqa"
     assert impl.forward(layer, query, None, None, kv, step, out, output_scale=torch.tensor([0.25])) is out
@@ -391,10 +398,7 @@ def check_sm90_fused_fp8_output_elsewhere_quantizes_what_vllms_kernel_wrote(v):
     dtype (an identity kernel here, writing the query), then the static FP8 quant: out = q / scale."""
     import torch
     v.set_capability(9, 0)
-    plugin.install(db=str(SHIPPED), device="NVIDIA H200")
-    b = make_builder(v)
-    impl = b.vllm_config.compilation_config.static_forward_context["layers.0.attn"].impl
-    assert impl.fused_output_quant_supported(v.quant.kFp8StaticTensorSym) is True
+    b, impl = fused_sm90_layer(v)
     layer, query, kv, out, step = decode_step(v, b, ONE_LONG, torch.float8_e4m3fn)
     assert decode_path(v, step) == "native"
     impl.forward(layer, query, None, None, kv, step, out, output_scale=torch.tensor([0.25]))
