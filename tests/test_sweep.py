@@ -30,8 +30,9 @@ def test_sweep_stores_real_timings_and_winners(swept_db):
         mine = {m["pipeline"]: m for m in ms if m["problem_key"] == w["problem_key"]}
         times = {k: m["median_us"] for k, m in mine.items()}
         assert w["tie"] or times[w["pipeline"]] == min(times.values())
-        # the winner ran every round (3 here); only a candidate 1.5x behind stops after the first
-        assert mine[w["pipeline"]]["reps"] >= 3
+        # the fastest in the first round runs every round (3 here); only a candidate 1.5x behind stops after
+        # the first (on a loaded CPU the one dropped can still end with the lower median: wall-clock noise)
+        assert max(m["reps"] for m in mine.values()) >= 3
 
 
 def test_fp8_pipeline_quantizes_output_and_reports_it(swept_db):
