@@ -10,9 +10,11 @@ Workloads (Llama-4-Scout geometry, TP1 and TP4, page 16; FP8 KV with FP8 output,
   long   concurrency 128, 10% of requests with ~32k of context;
   low    concurrency 8-32, one ~32k request at a time among short ones.
 `STEPS` steady-state steps per workload are sampled evenly after the first requests finish. The
-plugin's run per step is decided by the plugin's own code for the step's mean and longest length: XQA or
-vLLM's native decode wrapper (the fa2-tc pipeline with FlashInfer's own split), and with FP8 output XQA
-writing FP8 itself where fused.py fuses the layer (else a separate quant). Totals are of measured times
+plugin's run per step is decided by the plugin's own code for the step's mean and longest length, as for
+a step outside a FULL CUDA graph (vLLM's PIECEWISE mode, eager, or a batch above the capture sizes;
+under FULL graphs the kernel is fixed at capture instead): XQA or vLLM's native decode wrapper (the
+fa2-tc pipeline, with FlashInfer's own split or a fixed one), and with FP8 output XQA writing FP8 itself
+where fused.py fuses the layer (else a separate quant). Totals are of measured times
 only; steps the harness could not time are counted and left out."""
 from __future__ import annotations
 
@@ -94,17 +96,19 @@ def measured(db: str) -> dict[str, dict[str, float]]:
 
 
 def plugin_run(answers, p: AttentionProblem) -> str:
-    """The pipeline the plugin runs for p, decided by its own code (decode.decide, fused.measured_answer):
-    XQA or vLLM's native decode, and with FP8 output XQA writing it itself where the layer was fused."""
+    """The pipeline the plugin runs for p, decided by its own code for a step outside a FULL CUDA graph
+    (decode.decide, fused.measured_answer): XQA, or vLLM's native decode with FlashInfer's own or a fixed
+    split, and with FP8 output XQA writing it itself where the layer was fused."""
     from dispatcher.integrations.vllm.decode import DecodeState, decide
     fused = p.out_dtype == "fp8" and fused_layer(answers, p)
     fields = dict(phase="decode", num_qo_heads=p.num_qo_heads, num_kv_heads=p.num_kv_heads, head_dim=p.head_dim,
                   page_size=p.page_size, window_left=p.window_left, q_dtype="bf16", kv_dtype=p.kv_dtype,
                   out_dtype="fp8" if fused else "bf16")
-    xqa, _ = decide(answers, DecodeState(None, native="fa2-tc", fields=fields), p.batch_size, p.kv_len,
-                    p.max_kv_len)
-    if xqa is False:
-        return NATIVE + ("+out-quant" if p.out_dtype == "fp8" else "")
+    choice, _ = decide(answers, DecodeState(None, native="fa2-tc", fields=fields), p.batch_size, p.kv_len,
+                       p.max_kv_len, per_step=True)
+    if choice is not None and not choice.xqa:
+        native = f"fa2-tc[fixed_split_size={choice.split}]" if choice.split else NATIVE
+        return native + ("+out-quant" if p.out_dtype == "fp8" else "")
     return VLLM_033 + ("+fused-out" if fused else "+out-quant" if p.out_dtype == "fp8" else "")
 
 

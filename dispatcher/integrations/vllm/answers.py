@@ -25,6 +25,9 @@ active_builder: contextvars.ContextVar[Any] = contextvars.ContextVar("switchyard
 # decides only where vLLM's query is in the model's dtype (decode on XQA GPUs, prefill's automatic case)
 VLLM_KERNELS = ("trtllm-xqa", "trtllm-gen", "fa2-tc", "fa3", "fa2")
 VLLM_KNOBS = {"fixed_split_size": (0,), "disable_split_kv": (False,)}
+# a decode step outside a FULL CUDA graph plans vLLM's native wrapper afresh, so the plugin may also set
+# its decode_fixed_split_size (FlashInfer's fixed_split_size), which a captured graph's plan cannot hold
+STEP_KNOBS = {**VLLM_KNOBS, "fixed_split_size": (0, 1024)}
 
 # torch / vLLM spellings of the dtypes Switchyard measures; anything else (fp8_e5m2, nvfp4) it has not
 DTYPE_NAMES = {"bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "half": "fp16", "fp16": "fp16",
@@ -34,21 +37,26 @@ DTYPE_NAMES = {"bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "half": "f
 class Answers:
     def __init__(self, settings: Settings, dispatcher: Dispatcher | None = None):
         self.settings = settings
-        self._dispatcher = dispatcher
+        self._given = dispatcher
+        self._dispatchers: dict[bool, Dispatcher] = {}
         self._reasons: dict[str, str] = {}
 
-    def dispatcher(self) -> Dispatcher:
-        if self._dispatcher is None:
+    def dispatcher(self, per_step: bool = False) -> Dispatcher:
+        """The decisions among what vLLM runs (`per_step`: also what it can plan per step, STEP_KNOBS)."""
+        if self._given is not None:
+            return self._given
+        if per_step not in self._dispatchers:
             db = self.settings.db
             if db and not Path(db).exists():
                 log.warning("Switchyard: database %s does not exist; every answer stays vLLM's", db)
-            self._dispatcher = load(db, self.settings.device, registry=vllm_registry())
-        return self._dispatcher
+            knobs = STEP_KNOBS if per_step else VLLM_KNOBS
+            self._dispatchers[per_step] = load(db, self.settings.device, registry=vllm_registry(knobs))
+        return self._dispatchers[per_step]
 
-    def decide(self, fields: dict[str, Any]) -> tuple[Decision | None, str]:
+    def decide(self, fields: dict[str, Any], per_step: bool = False) -> tuple[Decision | None, str]:
         """The measured decision for a problem, or None and why not (no measurement: vLLM's rule stands)."""
         try:
-            dec = self.dispatcher().choose(AttentionProblem(**fields))
+            dec = self.dispatcher(per_step).choose(AttentionProblem(**fields))
         except (ValueError, LookupError) as e:
             return None, f"Switchyard cannot decide this shape ({e})"
         if dec.source == "rule":
@@ -78,10 +86,10 @@ class Answers:
 _current: Answers | None = None
 
 
-def vllm_registry() -> dict[str, KernelSpec]:
-    """Switchyard's kernels as far as vLLM runs them (VLLM_KERNELS, VLLM_KNOBS)."""
+def vllm_registry(allowed: dict[str, tuple[Any, ...]] = VLLM_KNOBS) -> dict[str, KernelSpec]:
+    """Switchyard's kernels as far as vLLM runs them (VLLM_KERNELS, with the knob values `allowed`)."""
     def knobs(space: Any) -> Any:
-        return tuple((knob, VLLM_KNOBS.get(knob, values)) for knob, values in space)
+        return tuple((knob, allowed.get(knob, values)) for knob, values in space)
     return {k: dataclasses.replace(s, q_quant=False, tactics=tuple((kind, knobs(space)) for kind, space in s.tactics))
             for k, s in load_registry().items() if k in VLLM_KERNELS}
 

@@ -5,7 +5,8 @@ vLLM 0.33 fixes the decode kernel once per KV-cache group: __init__ sets use_trt
 native decode wrapper. The wrapped build() sets the flag to Switchyard's answer for one build and
 restores it. Where a FULL CUDA graph fixes the kernel, the answer is made at capture, per batch size,
 from the configured length statistics, and reused for every replay of that size; elsewhere it is made
-per step from the batch's own mean and longest decode request.
+per step from the batch's own mean and longest decode request, and may also plan the native wrapper
+with a fixed split-KV chunk (decode_fixed_split_size, which vLLM sets only for batch invariance).
 """
 from __future__ import annotations
 
@@ -24,14 +25,21 @@ CAPTURING = "switchyard_capturing"      # True while build_for_cudagraph_capture
 STEP_CACHE_LIMIT = 4096
 
 
+@dataclass(frozen=True)
+class Choice:
+    xqa: bool                   # use_trtllm_decode_attention: XQA, else vLLM's native decode wrapper
+    split: int | None = None    # the native wrapper's decode_fixed_split_size (None: vLLM's own setting)
+
+
 @dataclass
 class DecodeState:
     why_not: str | None                     # why Switchyard leaves this group's decode to vLLM; None: it may choose
     point: str = "decode"                   # this group's name in reasons()
     native: str = ""                        # the kernel vLLM's native decode wrapper runs, in Switchyard's names
     fields: dict[str, Any] = field(default_factory=dict)     # the decode problem, sizes aside
-    captured: dict[int, bool | None] = field(default_factory=dict)   # FULL-graph batch size -> answer
-    steps: dict[tuple[int, int, int], bool | None] = field(default_factory=dict)
+    may_split: bool = True                  # vLLM plans FlashInfer's own split (no batch invariance)
+    captured: dict[int, Choice | None] = field(default_factory=dict)   # FULL-graph batch size -> answer
+    steps: dict[tuple[int, int, int], Choice | None] = field(default_factory=dict)
 
 
 def wrap_build(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -41,14 +49,16 @@ def wrap_build(original: Callable[..., Any]) -> Callable[..., Any]:
         token = active_builder.set(self)
         try:
             choice = safe_choice(self, metadata)
-            vllms = self.use_trtllm_decode_attention
+            vllms = Choice(self.use_trtllm_decode_attention, self.decode_fixed_split_size)
+            if choice is not None and choice.split is None:
+                choice = Choice(choice.xqa, vllms.split)            # the split stays vLLM's
             if choice is None or choice == vllms:
                 return original(self, *args, **kwargs)
-            self.use_trtllm_decode_attention = choice
+            self.use_trtllm_decode_attention, self.decode_fixed_split_size = choice.xqa, choice.split
             try:
                 return original(self, *args, **kwargs)
             finally:
-                self.use_trtllm_decode_attention = vllms
+                self.use_trtllm_decode_attention, self.decode_fixed_split_size = vllms.xqa, vllms.split
         finally:
             active_builder.reset(token)
     return build
@@ -65,7 +75,7 @@ def wrap_capture(original: Callable[..., Any]) -> Callable[..., Any]:
     return build_for_cudagraph_capture
 
 
-def safe_choice(builder: Any, metadata: Any) -> bool | None:
+def safe_choice(builder: Any, metadata: Any) -> Choice | None:
     """choose(), but a failure leaves vLLM's kernel for this group from then on (never breaks serving)."""
     try:
         return choose(builder, metadata)
@@ -75,8 +85,8 @@ def safe_choice(builder: Any, metadata: Any) -> bool | None:
         return None
 
 
-def choose(builder: Any, metadata: Any) -> bool | None:
-    """use_trtllm_decode_attention for this build: True XQA, False vLLM's native decode, None vLLM's own."""
+def choose(builder: Any, metadata: Any) -> Choice | None:
+    """This build's decode: XQA or vLLM's native decode and its split; None: vLLM's own."""
     state = state_of(builder)
     if state.why_not or metadata is None or metadata.causal is not True:
         return None
@@ -97,7 +107,7 @@ def choose(builder: Any, metadata: Any) -> bool | None:
     return step_answer(state, metadata, num_decodes)
 
 
-def captured_answer(state: DecodeState, batch_size: int) -> bool | None:
+def captured_answer(state: DecodeState, batch_size: int) -> Choice | None:
     answers = current()
     mean, longest = answers.settings.expected_decode(batch_size)
     answer, why = decide(answers, state, batch_size, mean, longest)
@@ -105,7 +115,7 @@ def captured_answer(state: DecodeState, batch_size: int) -> bool | None:
     return answer
 
 
-def step_answer(state: DecodeState, metadata: Any, num_decodes: int) -> bool | None:
+def step_answer(state: DecodeState, metadata: Any, num_decodes: int) -> Choice | None:
     """From the decode requests' own lengths (the CPU copy vLLM keeps; no GPU sync)."""
     lens = metadata.seq_lens_cpu_upper_bound
     if lens is None:
@@ -120,20 +130,25 @@ def step_answer(state: DecodeState, metadata: Any, num_decodes: int) -> bool | N
         if len(state.steps) >= STEP_CACHE_LIMIT:
             state.steps.clear()
         answers = current()
-        state.steps[key], why = decide(answers, state, batch, mean, longest)
+        state.steps[key], why = decide(answers, state, batch, mean, longest, per_step=state.may_split)
         answers.note(f"{state.point} step", f"bs={batch} mean={mean} longest={longest}: {why}")
     return state.steps[key]
 
 
-def decide(answers: Answers, state: DecodeState, batch: int, mean: int, longest: int) -> tuple[bool | None, str]:
+def decide(answers: Answers, state: DecodeState, batch: int, mean: int, longest: int,
+           per_step: bool = False) -> tuple[Choice | None, str]:
+    """`per_step`: the native wrapper is planned for this step alone (no FULL graph), so a fixed split
+    is one more choice."""
     longest = max(mean, min(longest, batch * mean - (batch - 1)))      # what a batch of this size allows
-    dec, why = answers.decide({**state.fields, "batch_size": batch, "kv_len": mean, "max_kv_len": longest})
+    dec, why = answers.decide({**state.fields, "batch_size": batch, "kv_len": mean, "max_kv_len": longest},
+                              per_step=per_step)
     if dec is None:
         return None, f"vLLM's XQA: {why}"
     if dec.kernel == "trtllm-xqa":
-        return True, f"XQA: {why}"
+        return Choice(True), f"XQA: {why}"
     if dec.kernel == state.native and not dec.q_quant:
-        return False, f"vLLM's native decode ({state.native}): {why}"
+        split = int(dict(dec.tactic).get("fixed_split_size", 0)) or None
+        return Choice(False, split), f"vLLM's native decode ({state.native}): {why}"
     return None, f"vLLM's XQA: the fastest, {why}, is not a path vLLM has here"
 
 
@@ -186,7 +201,8 @@ def eligibility(builder: Any, answers: Answers) -> DecodeState:
     # vLLM's native decode is the wrapper our fa2-tc runner times: BatchDecodeWithPagedKVCacheWrapper with
     # tensor cores and FlashInfer's "auto" backend (which may run FA3 kernels inside it on SM90)
     native = "fa2-tc"
-    return DecodeState(None, native=native, fields={
+    return DecodeState(None, native=native, may_split=builder.decode_fixed_split_size == -1
+                       and not builder.disable_split_kv, fields={
         "phase": "decode", "num_qo_heads": builder.num_qo_heads, "num_kv_heads": builder.num_kv_heads,
         "head_dim": builder.head_dim, "page_size": builder.page_size, "window_left": builder.window_left,
         **dtypes})
