@@ -261,6 +261,10 @@ def check_a_step_outside_full_graphs_may_plan_a_fixed_split(v):
     assert decode_path(v, step) == "native" and step.decode.wrapper.plans[-1]["fixed_split_size"] == 1024
     assert b.decode_fixed_split_size == -1 and b.use_trtllm_decode_attention is True      # vLLM's, restored
     assert "fixed_split_size=1024" in plugin.reasons()["decode group layers.0.attn step"]
+    with patch.dict(os.environ, {"SWITCHYARD_FIXED_SPLIT": "0"}):
+        plugin.install(db=str(SHIPPED), device="NVIDIA H200")
+        step = make_builder(v).build(0, batch([500] * 63 + [16000]))
+    assert decode_path(v, step) != "native" or step.decode.wrapper.plans[-1]["fixed_split_size"] == -1
     plugin.install(db=str(SHIPPED), device="NVIDIA H200", decode_kv_len=742, decode_skew=21.6)
     b = make_builder(v, graphs="full", max_capture=64)
     captured = b.build_for_cudagraph_capture(batch([1] * 64))
@@ -511,3 +515,7 @@ def test_settings_come_from_the_environment_and_bad_ones_name_the_variable():
         plugin.Settings.from_env({"SWITCHYARD_DECODE_SKEW": "0.5"})
     with pytest.raises(ValueError, match="SWITCHYARD_DECODE_KV_LEN"):
         plugin.Settings.from_env({"SWITCHYARD_DECODE_KV_LEN": "long"})
+    assert plugin.Settings.from_env({}).fixed_split
+    assert not plugin.Settings.from_env({"SWITCHYARD_FIXED_SPLIT": "0"}).fixed_split
+    with pytest.raises(ValueError, match="SWITCHYARD_FIXED_SPLIT='maybe' is not a switch"):
+        plugin.Settings.from_env({"SWITCHYARD_FIXED_SPLIT": "maybe"})

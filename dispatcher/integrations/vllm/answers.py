@@ -101,7 +101,8 @@ def configure(db: str | None = None, device: str | None = None, *, decode_kv_len
     global _current
     env = Settings.from_env()
     settings = Settings(db=db or env.db, device=device or env.device,
-                        decode_kv_len=decode_kv_len or env.decode_kv_len, decode_skew=decode_skew or env.decode_skew)
+                        decode_kv_len=decode_kv_len or env.decode_kv_len, decode_skew=decode_skew or env.decode_skew,
+                        fixed_split=env.fixed_split)
     _current = Answers(settings, dispatcher)
     return _current
 

@@ -130,7 +130,8 @@ def step_answer(state: DecodeState, metadata: Any, num_decodes: int) -> Choice |
         if len(state.steps) >= STEP_CACHE_LIMIT:
             state.steps.clear()
         answers = current()
-        state.steps[key], why = decide(answers, state, batch, mean, longest, per_step=state.may_split)
+        split = state.may_split and answers.settings.fixed_split
+        state.steps[key], why = decide(answers, state, batch, mean, longest, per_step=split)
         answers.note(f"{state.point} step", f"bs={batch} mean={mean} longest={longest}: {why}")
     return state.steps[key]
 

@@ -10,6 +10,7 @@ ENV_DB = "SWITCHYARD_DB"                    # the database; unset: the entry poi
 ENV_DEVICE = "SWITCHYARD_DEVICE"            # a device name in the database; unset: this host's GPU
 ENV_DECODE_KV_LEN = "SWITCHYARD_DECODE_KV_LEN"   # expected mean KV length of a decode request
 ENV_DECODE_SKEW = "SWITCHYARD_DECODE_SKEW"       # expected longest / mean KV length in a decode batch
+ENV_FIXED_SPLIT = "SWITCHYARD_FIXED_SPLIT"       # 0: never plan vLLM's native decode with a fixed split
 DEFAULT_DECODE_KV_LEN = 2048
 DEFAULT_DECODE_SKEW = 1.0                   # uniform batches: vLLM's own assumption
 
@@ -20,6 +21,7 @@ class Settings:
     device: str | None = None
     decode_kv_len: int = DEFAULT_DECODE_KV_LEN
     decode_skew: float = DEFAULT_DECODE_SKEW
+    fixed_split: bool = True                # per step, a fixed split-KV plan where measured faster
 
     def __post_init__(self) -> None:
         if self.decode_kv_len < 1:
@@ -31,7 +33,8 @@ class Settings:
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Settings:
         return cls(db=env.get(ENV_DB) or None, device=env.get(ENV_DEVICE) or None,
                    decode_kv_len=int(_number(env, ENV_DECODE_KV_LEN, DEFAULT_DECODE_KV_LEN, whole=True)),
-                   decode_skew=_number(env, ENV_DECODE_SKEW, DEFAULT_DECODE_SKEW))
+                   decode_skew=_number(env, ENV_DECODE_SKEW, DEFAULT_DECODE_SKEW),
+                   fixed_split=_switch(env, ENV_FIXED_SPLIT, True))
 
     def expected_decode(self, batch_size: int) -> tuple[int, int]:
         """(mean, longest) KV length of a decode batch of this size, as configured."""
@@ -47,3 +50,12 @@ def _number(env: Mapping[str, str], name: str, default: float, whole: bool = Fal
         return int(raw) if whole else float(raw)
     except ValueError:
         raise ValueError(f"{name}={raw!r} is not a {'whole number' if whole else 'number'}") from None
+
+
+def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("0", "1", "false", "true", "off", "on"):
+        return raw in ("1", "true", "on")
+    raise ValueError(f"{name}={raw!r} is not a switch; use 1 or 0")
