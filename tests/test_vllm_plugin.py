@@ -406,6 +406,11 @@ def check_sm90_fused_fp8_output_xqa_writes_it_with_its_own_scale(v):
     fused = calls[-1]
     assert fused["o_scale"] == 0.25 and fused["bmm2_scale"] == 0.75 / 0.25 and fused["out"].dtype == out.dtype
     assert fused["out"].data_ptr() == out.data_ptr() and layer._o_scale_float == 0.25
+    # vLLM's fusion pass asks until one layer says True, then fuses every layer: one never asked runs too
+    other = v.fib.FlashInferImpl(40, 128, 128 ** -0.5, 8, None, None, "fp8")
+    layer, query, kv, out, step = decode_step(v, b, UNIFORM, torch.float8_e4m3fn)
+    other.forward(layer, query, None, None, kv, step, out, output_scale=torch.tensor([0.5]))
+    assert calls[-1]["o_scale"] == 0.5 and calls[-1]["out"].data_ptr() == out.data_ptr()
     layer, query, kv, bf16_out, step = decode_step(v, b, UNIFORM, torch.bfloat16)
     impl.forward(layer, query, None, None, kv, step, bf16_out)                  # no fusion: vLLM's call as is
     assert "o_scale" not in calls[-1] and calls[-1]["bmm2_scale"] == 0.75

@@ -40,6 +40,7 @@ class Answers:
         self._given = dispatcher
         self._dispatchers: dict[bool, Dispatcher] = {}
         self._reasons: dict[str, str] = {}
+        self.fp8_out_fused = False          # fused.py said True: the model's FP8 output is Switchyard's to run
 
     def dispatcher(self, per_step: bool = False) -> Dispatcher:
         """The decisions among what vLLM runs (`per_step`: also what it can plan per step, STEP_KNOBS)."""

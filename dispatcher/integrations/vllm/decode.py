@@ -18,7 +18,6 @@ from typing import Any
 
 from ...problem import size_cell
 from .answers import Answers, active_builder, current, dtype_name, kv_dtype_name
-from .fused import FUSED_FP8
 
 STATE = "switchyard_decode"             # the per-builder DecodeState, set on first build
 CAPTURING = "switchyard_capturing"      # True while build_for_cudagraph_capture runs
@@ -148,7 +147,7 @@ def decide(answers: Answers, state: DecodeState, batch: int, mean: int, longest:
     if dec.kernel == "trtllm-xqa":
         return Choice(True), f"XQA: {why}"
     if dec.kernel == state.native and not dec.q_quant:
-        split = int(dict(dec.tactic).get("fixed_split_size", 0)) or None
+        split = (int(dict(dec.tactic).get("fixed_split_size", 0)) or None) if per_step else None
         return Choice(False, split), f"vLLM's native decode ({state.native}): {why}"
     return None, f"vLLM's XQA: the fastest, {why}, is not a path vLLM has here"
 
@@ -210,6 +209,6 @@ def eligibility(builder: Any, answers: Answers) -> DecodeState:
 
 
 def writes_fp8(builder: Any) -> bool:
-    """Whether the group's layers had their FP8 output fused by Switchyard (fused.py, at compile time)."""
-    layers = getattr(builder.vllm_config.compilation_config, "static_forward_context", None) or {}
-    return any(getattr(getattr(layers.get(name), "impl", None), FUSED_FP8, False) for name in builder.layer_names)
+    """Whether Switchyard fused the FP8 output (fused.py, at compile time: then every FP8-KV layer's), so
+    that this FP8-KV group's XQA writes FP8 and its native decode is followed by the quant."""
+    return current().fp8_out_fused and kv_dtype_name(builder.cache_dtype, builder.model_config.dtype) == "fp8"

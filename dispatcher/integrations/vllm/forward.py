@@ -1,7 +1,7 @@
 """FlashInferImpl.forward for the layers whose FP8 output Switchyard runs on SM90 (fused.py said True).
 
 vLLM's fusion pass then hands attention an FP8 output and its scale, which vLLM 0.33's forward accepts for
-trtllm-gen only. For those layers:
+trtllm-gen only. For any SM90 layer that gets them (the pass fuses every layer once one said True):
 - a batch of decodes only, on XQA, one query token each: vLLM's own forward, its XQA call given
   o_scale and bmm2_scale = v_scale / o_scale, so XQA writes FP8 itself (the tuner's
   trtllm-xqa+fused-out pipeline, timed and checked on the H200);
@@ -17,7 +17,9 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from .fused import FUSED_FP8
+from .fused import xqa_could_write_fp8
+
+HANDLES = "switchyard_runs_fp8_out"     # per FlashInferImpl: whether this wrapper runs its FP8 output
 
 # the output scale XQA writes FP8 with, while a patched forward runs; None: vLLM's call unchanged
 xqa_o_scale: contextvars.ContextVar[float | None] = contextvars.ContextVar("switchyard_xqa_o_scale", default=None)
@@ -42,8 +44,8 @@ def wrap_forward(original: Callable[..., Any], backend: Any) -> Callable[..., An
     def forward(self: Any, layer: Any, query: Any, key: Any, value: Any, kv_cache: Any, attn_metadata: Any,
                 output: Any, output_scale: Any = None, output_block_scale: Any = None) -> Any:
         import torch
-        if (output_scale is None or attn_metadata is None or not getattr(self, FUSED_FP8, False)
-                or output.dtype != torch.float8_e4m3fn):
+        if (output_scale is None or attn_metadata is None or output.dtype != torch.float8_e4m3fn
+                or not runs_fp8_output(self)):
             return original(self, layer, query, key, value, kv_cache, attn_metadata, output, output_scale,
                             output_block_scale)
         if layer._o_scale_float is None:
@@ -60,6 +62,17 @@ def wrap_forward(original: Callable[..., Any], backend: Any) -> Callable[..., An
         output[:n] = quantize_fp8(staged[:n], output_scale)
         return output
     return forward
+
+
+def runs_fp8_output(impl: Any) -> bool:
+    """Whether this layer's FP8 output is Switchyard's to run: where vLLM's forward cannot (SM90, XQA,
+    FP8 KV; fused.py), whichever layer the fusion pass asked (it fuses every layer once one says True).
+    A graph fused without the plugin cannot reach here; one fused with it is run here, cached or not."""
+    handles = getattr(impl, HANDLES, None)
+    if handles is None:
+        handles = xqa_could_write_fp8(impl)
+        setattr(impl, HANDLES, handles)
+    return bool(handles)
 
 
 def xqa_decodes_only(metadata: Any, backend: Any) -> bool:

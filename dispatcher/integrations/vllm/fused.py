@@ -5,7 +5,8 @@ vLLM's answer stands on every GPU but one case. On SM90 with an FP8 KV cache and
 output, vLLM says False ("XQA does not support FP8 output"), but FlashInfer 0.7.2's XQA writes FP8 itself
 (o_scale, bmm2_scale = v_scale / o_scale). There the answer is True where the database measured XQA writing
 FP8 faster than XQA and a separate quant, summed over the decode batches expected at run time (batch sizes
-EXPECTED_BATCHES at SWITCHYARD_DECODE_KV_LEN / _SKEW); forward.py then runs such a layer's attention.
+EXPECTED_BATCHES at SWITCHYARD_DECODE_KV_LEN / _SKEW); forward.py then runs the attention of every
+layer handed FP8 output with its scale (the pass fuses all layers once one says True).
 """
 from __future__ import annotations
 
@@ -17,8 +18,6 @@ from ...problem import AttentionProblem
 from .answers import Answers, current, dtype_name
 
 EXPECTED_BATCHES = tuple(2 ** i for i in range(9))      # 1..256: vLLM's CUDA-graph sizes span these
-FUSED_FP8 = "switchyard_fp8_out"       # set True on a FlashInferImpl whose FP8 output Switchyard runs
-VLLMS_ANSWER = "switchyard_vllms_fp8_out"   # vLLM's own answer for static FP8 output, kept by the wrapper
 
 
 def wrap_fused_output_quant_supported(original: Callable[..., bool], static_fp8_key: Any) -> Callable[..., bool]:
@@ -32,7 +31,9 @@ def wrap_fused_output_quant_supported(original: Callable[..., bool], static_fp8_
             return vllms
         answers = current()
         ours, why = layer_answer(answers, self)
-        setattr(self, FUSED_FP8, ours)
+        # vLLM's fusion pass stops at the first True and its pattern then matches every attention layer
+        # (the layer name is a wildcard): the answer holds for the model, not one layer
+        answers.fp8_out_fused = answers.fp8_out_fused or ours
         answers.note(f"fused output {quant_key} {geometry}", why)
         return ours
     return fused_output_quant_supported
