@@ -275,7 +275,7 @@ class FittedModel:
         sms = self.sm_count
         waves = p.batch_size * p.num_kv_heads / sms if sms else 0.0
         full = bool(sms) and waves >= self.config.unsplit_waves
-        split_longest = bool(sms) and waves >= self.config.longest_alone_waves
+        split_longest = not sms or waves >= self.config.longest_alone_waves      # no SM count: the old rule
         wave = min(p.batch_size, math.ceil(sms / p.num_kv_heads)) if sms else p.batch_size
         mean = at(max_kv_len=p.kv_len)
         alone = at(batch_size=1, kv_len=p.max_kv_len)

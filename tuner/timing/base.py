@@ -141,7 +141,7 @@ def time_interleaved(fns: dict[str, list[Callable]], timer, cfg: TimingConfig | 
         if failed is None:
             raise e
         failed[k] = e
-        prepared.pop(k, None)               # its graph and buffers go before the next candidate needs memory
+        prepared.pop(k, None)               # not timed further; recover() lets its buffers go
         recover(k)
 
     for k in list(fns):
