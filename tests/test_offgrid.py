@@ -8,14 +8,10 @@ import pytest
 
 from dispatcher.device import H200
 from dispatcher.dispatch import Dispatcher
-from dispatcher.pipeline import Pipeline
 from dispatcher.predictor import PredictorConfig
 from dispatcher.table import Table, Timing
 from tests.conftest import ROOT, small
-
-SCOUT = dict(num_qo_heads=40, num_kv_heads=8, head_dim=128, kv_dtype="fp8", out_dtype="fp8")
-XQA = Pipeline("trtllm-xqa", "bf16", "fp8", "fp8", tactic=(("enable_pdl", False),))
-TC = Pipeline("fa2-tc", "bf16", "fp8", "bf16", out_quant=True, tactic=(("fixed_split_size", 0),))
+from tests.test_model import SCOUT, TC, XQA, twin_table
 
 
 def crossing_table() -> Table:
@@ -69,16 +65,7 @@ def test_the_predictor_settings_round_trip_and_bad_ones_name_themselves(tmp_path
 def test_one_setting_changes_a_decision_and_nothing_else_is_global():
     # twin_weight decides here (see test_model's twin test); two dispatchers with different settings
     # in one process each keep their own
-    t = Table()
-    for page in (16, 32):
-        for b in (1, 2, 4, 8):
-            for kv in (512, 1024, 2048, 4096, 8192):
-                if (page, b, kv) == (16, 2, 2048):
-                    continue
-                twin_spot = (page, b, kv) == (32, 2, 2048)
-                p = small(**SCOUT, page_size=page, batch_size=b, kv_len=kv)
-                t.add(p, Timing(XQA, 130.0 if twin_spot else 100.0, 0.1, 0.04))
-                t.add(p, Timing(TC, 100.0 if twin_spot else 104.0, 0.1, 0.003))
+    t = twin_table()
     here = small(**SCOUT, batch_size=2, kv_len=2048)
     with_twin = Dispatcher(t, H200)
     alone = Dispatcher(t, H200, predictor=PredictorConfig(twin_weight=0.0))
