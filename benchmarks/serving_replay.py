@@ -115,12 +115,10 @@ def plugin_run(answers, p: AttentionProblem) -> str:
 def fused_layer(answers, p: AttentionProblem) -> bool:
     """fused_output_quant_supported's answer for the step's layer (fused.py, with vLLM's defaults: page 16,
     a BF16 model)."""
-    from dispatcher.integrations.vllm.fused import measured_answer
+    from dispatcher.integrations.vllm.fused import fp8_out_fields, measured_answer
     key = (p.num_qo_heads, p.num_kv_heads, p.head_dim, p.page_size, p.window_left)
     if key not in _FUSED:
-        _FUSED[key] = measured_answer(answers, dict(
-            phase="decode", num_qo_heads=p.num_qo_heads, num_kv_heads=p.num_kv_heads, head_dim=p.head_dim,
-            page_size=p.page_size, window_left=p.window_left, kv_dtype="fp8", q_dtype="bf16", out_dtype="fp8"))[0]
+        _FUSED[key] = measured_answer(answers, fp8_out_fields(*key, q_dtype="bf16"))[0]
     return _FUSED[key]
 
 

@@ -278,7 +278,7 @@ class FittedModel:
         split_longest = not sms or waves >= self.config.longest_alone_waves      # no SM count: the old rule
         wave = min(p.batch_size, math.ceil(sms / p.num_kv_heads)) if sms else p.batch_size
         mean = at(max_kv_len=p.kv_len)
-        alone = at(batch_size=1, kv_len=p.max_kv_len)
+        alone = at(batch_size=1, kv_len=p.max_kv_len) if split_longest else {}
         one_wave = at(batch_size=wave, kv_len=p.max_kv_len, max_kv_len=p.max_kv_len)
         # the uniform batch at the longest length: one wave of it where requests run unsplit, else all of it
         top = one_wave if full else at(batch_size=p.batch_size, kv_len=p.max_kv_len, max_kv_len=p.max_kv_len)

@@ -49,11 +49,9 @@ def clear_cuda_error(device: DeviceInfo) -> None:
             pass
 
 
-def free_after_error(device: DeviceInfo, dropped: object = None) -> None:
-    """After a pipeline failed while timing (`dropped`: its callables, let go here): clear the error,
-    and give the freed memory back (an out-of-memory failure left the cache full of the blocks the
-    next pipeline's capture needs)."""
-    del dropped
+def free_after_error(device: DeviceInfo) -> None:
+    """After a pipeline failed while timing: clear the error, and give the freed memory back (an
+    out-of-memory failure left the cache full of the blocks the next pipeline's capture needs)."""
     clear_cuda_error(device)
     if device.kind == "cuda":
         import torch
@@ -123,11 +121,15 @@ def measure_problem(p: AttentionProblem, pipes: list[Pipeline], device: DeviceIn
         fns[pipe.id], errs[pipe.id] = built, err
     if fns:
         failed: dict[str, BaseException] = {}
+
+        def recover(pid: str) -> None:
+            fns.pop(pid, None)              # its callables and the buffers they hold go
+            free_after_error(device)
         # the accuracy check ran each pipeline's first copy: that call was its first warm-up; a pipeline
         # failing its capture or rounds (out of memory beside the others) fails alone
         stats = time_interleaved(fns, timer, note=note, clock=clock, first_warm=True,
                                  can_win={pid for pid in fns if errs[pid] <= budget}, failed=failed,
-                                 recover=lambda pid: free_after_error(device, fns.pop(pid, None)))
+                                 recover=recover)
         for pid, e in failed.items():
             rows[pid] = result_row(next(pp for pp in pipes if pp.id == pid), "failed", error=f"timing: {error_text(e)}")
         for pid, s in stats.items():

@@ -60,10 +60,15 @@ def layer_answer(answers: Answers, impl: Any) -> tuple[bool, str]:
     config = get_current_vllm_config_or_none()
     model = getattr(getattr(config, "model_config", None), "dtype", "bfloat16")
     page = getattr(getattr(config, "cache_config", None), "block_size", None) or 16
-    return measured_answer(answers, dict(
-        phase="decode", num_qo_heads=impl.num_heads, num_kv_heads=impl.num_kv_heads, head_dim=impl.head_size,
-        page_size=page, window_left=impl.window_left, kv_dtype="fp8", q_dtype=dtype_name(model) or "bf16",
-        out_dtype="fp8"))
+    return measured_answer(answers, fp8_out_fields(impl.num_heads, impl.num_kv_heads, impl.head_size, page,
+                                                   impl.window_left, dtype_name(model) or "bf16"))
+
+
+def fp8_out_fields(num_qo_heads: int, num_kv_heads: int, head_dim: int, page_size: int, window_left: int,
+                   q_dtype: str) -> dict[str, Any]:
+    """A layer's FP8-KV, FP8-output decode problem, sizes aside (what measured_answer takes)."""
+    return dict(phase="decode", num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
+                page_size=page_size, window_left=window_left, kv_dtype="fp8", q_dtype=q_dtype, out_dtype="fp8")
 
 
 def measured_answer(answers: Answers, fields: dict[str, Any]) -> tuple[bool, str]:
