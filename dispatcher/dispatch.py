@@ -11,7 +11,7 @@ from .pipeline import Pipeline, candidates
 from .policy import max_relerr as relerr_budget
 from .predictor import Predictor, PredictorConfig
 from .problem import AttentionProblem
-from .registry import KernelSpec, ineligible_kernels, load_registry
+from .registry import KernelSpec, ineligible_kernels, load_registry, tactic_reasons
 from .rules import DEFAULT_RULE, RULES, rule_pick
 from .table import Ranking, Table, rank
 
@@ -45,6 +45,8 @@ class Dispatcher:
         hit = self._cache.get(problem)
         if hit is None:
             hit = self._cell_decision(problem)
+            if hit[0].tactic and self._tactic_reasons(hit[0], problem):     # near a plan's limit in the cell
+                hit = (self._decide(hit[1], problem, exact=True), hit[1])
             if len(self._cache) >= CACHE_LIMIT:     # bounded: hostile traffic cannot grow memory,
                 self._cache = {}                    # and a full cache is not re-decided per call
             self._cache[problem] = hit
@@ -87,10 +89,17 @@ class Dispatcher:
         self.table, self.model, self._cache, self._cells = table, model, {}, {}
 
     # -- off the fast path: once per cell ----------------------------------------------
-    def _decide(self, p: AttentionProblem, asked: AttentionProblem | None = None) -> Decision:
+    def _tactic_reasons(self, dec: Decision, problem: AttentionProblem) -> list[str]:
+        spec = self.registry.get(dec.kernel)
+        return tactic_reasons(spec, dict(dec.tactic), problem, self.device) if spec else []
+
+    def _decide(self, p: AttentionProblem, asked: AttentionProblem | None = None, exact: bool = False) -> Decision:
         """The decision for cell `p` (AttentionProblem.cell); `asked`, the problem as the caller gave
-        it, is named in messages."""
+        it, is named in messages (exact: only tactics that also serve `asked` at its own sizes)."""
         cands = candidates(self.registry, p, self.device)
+        if exact and asked is not None:
+            reg, dev = self.registry, self.device
+            cands = [c for c in cands if not tactic_reasons(reg[c.kernel], dict(c.tactic), asked, dev)]
         pick, rule_notes = rule_pick(self.rule, p, self.device, self.registry, cands)
         if pick is None:
             raise LookupError(f"no kernel can serve {(asked or p).describe()} on {self.device.name}: "

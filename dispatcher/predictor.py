@@ -14,15 +14,20 @@ Settings live in one value (PredictorConfig, a JSON file for `tuner evaluate --p
                 sizes either side (each within its own row, by the estimators above), interpolated
                 in log time over log batch (with between_rows on).
 
+- split_rows(p): decode, a batch size never measured, kernels that split a batch by its size alone
+                (`split_kv` in kernels.toml): the kernel's time in the measured batch sizes either side,
+                interpolated in log time over log of the busiest SM's work (XQA runs batch 41 of 2 KV
+                heads as it runs batch 64: one CTA per request and head, one wave).
+
 - ragged_prior(p): a mixed batch where its family has no mixed batch measured: each pipeline from
                 uniform batches, at the mean, plus the longest request alone for kernels whose time
                 follows the longest request (`ragged` in kernels.toml).
 
 One rule combines them (FittedModel.predict): ragged_prior's times for a mixed batch of a family
 measured uniform only; between_rows' times where it applies; else a
-pipeline's time is kv_line's where kv_line covers it; else level x its ratio, the ratio being
-plane's blended with twin's (weight twin_weight, in log space) where the twin agrees, else plane's
-alone; never below level.
+pipeline's time is split_rows' where it covers it, else kv_line's where kv_line covers it; else
+level x its ratio, the ratio being plane's blended with twin's (weight twin_weight, in log space)
+where the twin agrees, else plane's alone; never below level.
 
 Neighbours are found in feature space (features): log2 of the sizes, a decode batch step weighed
 batch_step times a KV step, and hardware terms from the device's SM count, so that shapes either
@@ -39,7 +44,7 @@ from typing import Any
 from .device import DeviceInfo
 from .model import fit_plane
 from .problem import AttentionProblem
-from .registry import KernelSpec, load_registry
+from .registry import KernelSpec, SplitRule, load_registry
 from .table import Table, Timing, ratios
 
 Features = tuple[float, ...]
@@ -65,6 +70,7 @@ class PredictorConfig:
     skew_weight: float = 1.0      # one octave of longest-over-mean counts as this many octaves of KV
     unsplit_waves: float = 1.9    # decode: batch x KV heads over SMs from which FA2's plan leaves requests unsplit
     longest_alone_waves: float = 2.0   # decode: from here XQA's longest request costs as if run alone, after the rest
+    split_rows: int = 1           # 1: kernels with a split_kv rule read an unmeasured decode batch by work per SM
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -134,16 +140,20 @@ class Predictor:
         """The model fitted to `table`; `device` gives the SM count the hardware features use (None:
         unknown, those features are left out); `registry` each kernel's ragged cost (default: the
         built-in kernels)."""
-        ragged = {k: s.ragged for k, s in (registry or load_registry()).items()}
-        return FittedModel(table, self.config, device.sm_count if device else 0, ragged)
+        registry = registry or load_registry()
+        ragged = {k: s.ragged for k, s in registry.items()}
+        splits = {k: dict(s.split_kv) for k, s in registry.items() if s.split_kv}
+        return FittedModel(table, self.config, device.sm_count if device else 0, ragged, splits)
 
 
 class FittedModel:
     """The model fitted to one table (the features of every measured cell, computed once)."""
 
-    def __init__(self, table: Table, config: PredictorConfig, sm_count: int, ragged: dict[str, str] | None = None):
+    def __init__(self, table: Table, config: PredictorConfig, sm_count: int, ragged: dict[str, str] | None = None,
+                 splits: dict[str, dict[str, SplitRule]] | None = None):
         self.table, self.config, self.sm_count = table, config, sm_count
         self.ragged = ragged or {}
+        self.splits = splits or {}
         self._mixed = {fam for fam, cells in table.by_family.items() if any(c.skew > 1 for c in cells)}
         self._x: dict[AttentionProblem, Features] = {
             c: features(c, config, sm_count) for cells in table.by_family.values() for c in cells}
@@ -252,6 +262,33 @@ class FittedModel:
             out.append(Timing(a.pipeline, us, us * rel, max(errs) if errs else None))
         return out
 
+    def split_rows(self, p: AttentionProblem) -> dict[str, Timing]:
+        """Decode at a batch size never measured: each pipeline of a kernel with a split_kv rule, between
+        its times in the measured batch sizes either side, by the busiest SM's work; {} where p's batch
+        was measured, is not bracketed, or the SM count is unknown."""
+        if p.phase != "decode" or not self.sm_count or not self.config.split_rows:
+            return {}
+        rules = {k: r[p.kv_dtype] for k, r in self.splits.items() if p.kv_dtype in r}
+        rows = sorted({c.batch_size for c in self.table.by_family.get(p.family(), [])})
+        lo = max((b for b in rows if b < p.batch_size), default=None)
+        hi = min((b for b in rows if b > p.batch_size), default=None)
+        if not rules or p.batch_size in rows or lo is None or hi is None:
+            return {}
+        below = {t.pipeline.id: t for t in self.at(p.with_sizes(batch_size=lo)) if t.pipeline.kernel in rules}
+        above = {t.pipeline.id: t for t in self.at(p.with_sizes(batch_size=hi)) if t.pipeline.kernel in rules}
+        out = {}
+        for pid in below.keys() & above.keys():
+            a, b = below[pid], above[pid]
+            work = [rules[a.pipeline.kernel].work_per_sm(n, p.num_kv_heads, p.max_kv_len, self.sm_count)
+                    for n in (lo, p.batch_size, hi)]
+            w = math.log(work[1] / work[0]) / math.log(work[2] / work[0]) if work[2] > work[0] else 0.5
+            w = min(max(w, 0.0), 1.0)
+            us = math.exp((1 - w) * math.log(a.median_us) + w * math.log(b.median_us))
+            rel = max(a.spread_us / a.median_us, b.spread_us / b.median_us)
+            errs = [e for e in (a.relerr, b.relerr) if e is not None]
+            out[pid] = Timing(a.pipeline, us, us * rel, max(errs) if errs else None)
+        return out
+
     def uses_ragged_prior(self, p: AttentionProblem) -> bool:
         """Whether predict(p) reads uniform batches (ragged_prior): a mixed batch of a family measured
         uniform only."""
@@ -270,14 +307,14 @@ class FittedModel:
         - a fixed split-KV plan: the mean batch from `unsplit_waves` waves on, below that the uniform
           batch at the longest length (its CUDA-graph plan pads every request to the longest one's
           chunks: 209 us against 37 us for the default plan at batch 19, mean 1252, longest 14741)."""
-        def at(**sizes: int) -> dict[str, Timing]:
-            return {t.pipeline.id: t for t in self.at(p.with_sizes(**sizes))}
+        def at(stepped: bool = True, **sizes: int) -> dict[str, Timing]:
+            return {t.pipeline.id: t for t in self.at(p.with_sizes(**sizes), stepped)}
         sms = self.sm_count
         waves = p.batch_size * p.num_kv_heads / sms if sms else 0.0
         full = bool(sms) and waves >= self.config.unsplit_waves
         split_longest = not sms or waves >= self.config.longest_alone_waves      # no SM count: the old rule
-        wave = min(p.batch_size, math.ceil(sms / p.num_kv_heads)) if sms else p.batch_size
-        mean = at(max_kv_len=p.kv_len)
+        wave = min(p.batch_size, max(1, sms // p.num_kv_heads)) if sms else p.batch_size
+        mean = at(stepped=False, max_kv_len=p.kv_len)      # its short requests end early: no whole waves
         alone = at(batch_size=1, kv_len=p.max_kv_len) if split_longest else {}
         one_wave = at(batch_size=wave, kv_len=p.max_kv_len, max_kv_len=p.max_kv_len)
         # the uniform batch at the longest length: one wave of it where requests run unsplit, else all of it
@@ -295,11 +332,11 @@ class FittedModel:
                 out.append(t)
         return out
 
-    def at(self, p: AttentionProblem) -> list[Timing]:
+    def at(self, p: AttentionProblem, stepped: bool = True) -> list[Timing]:
         """What the table says at p: its measurements where p's cell was measured, else predict(p)."""
-        return self.table.timings(p) or self.predict(p)
+        return self.table.timings(p) or self.predict(p, stepped)
 
-    def predict(self, p: AttentionProblem) -> list[Timing]:
+    def predict(self, p: AttentionProblem, stepped: bool = True) -> list[Timing]:
         """Each pipeline measured in p's family, at p's sizes. The spread is the median relative spread
         of the measurements used (the switch margin: the noise a measurement would show); the
         accuracy is the worst measured nearby."""
@@ -312,12 +349,16 @@ class FittedModel:
         level = self.level(p)
         if level is None:
             return []
+        split = self.split_rows(p) if stepped else {}
         line = self.kv_line(p)
         level_us = min(line.values()) if line else level
         twins = self.twin(p)
         checked = self.twins_near(p) if twins else []
         out = []
         for pid, (ratio, near) in self.plane(p).items():
+            if pid in split:
+                out.append(split[pid])
+                continue
             if pid in line:
                 ratio = line[pid] / level_us
             elif pid in twins and self.twin_agrees(pid, checked):

@@ -1,6 +1,7 @@
 """Kernel capabilities as data (kernels.toml) and the reasons a kernel cannot serve a problem."""
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from dataclasses import dataclass
@@ -30,6 +31,26 @@ Knobs = tuple[tuple[str, tuple[Any, ...]], ...]     # (knob, values), the first 
 
 
 @dataclass(frozen=True)
+class SplitRule:
+    """How a kernel cuts each request's KV into CTAs from the batch alone (`split_kv` in kernels.toml):
+    round(floor(sm_multiple x SMs / (batch x KV heads)) x factor) CTAs per request and KV head, at
+    least 1, at most one per `tile` tokens of the longest request."""
+    sm_multiple: int = 1
+    factor: float = 1.0
+    tile: int = 1
+
+    def splits(self, batch: int, kv_heads: int, longest: int, sms: int) -> int:
+        wanted = math.floor((self.sm_multiple * sms // (batch * kv_heads)) * self.factor + 0.5)   # C's round()
+        return max(1, min(wanted, -(-longest // self.tile)))
+
+    def work_per_sm(self, batch: int, kv_heads: int, longest: int, sms: int) -> float:
+        """Each SM's share of the work, in whole requests' KV, an SM's CTA at least: where the time goes
+        once KV is long (SMs beyond the CTAs idle; past one wave more CTAs share them)."""
+        n = self.splits(batch, kv_heads, longest, sms)
+        return max(batch * kv_heads * n / sms, 1.0) / n
+
+
+@dataclass(frozen=True)
 class KernelSpec:
     id: str
     family: str
@@ -48,6 +69,8 @@ class KernelSpec:
     sinks: bool = False
     noncausal: bool = True
     ragged: str = "total"              # a mixed batch costs as its total ("total") or its longest request ("longest")
+    split_kv: tuple[tuple[str, SplitRule], ...] = ()   # per KV dtype: how it splits a decode batch
+    graph_split_ctas_per_sm: int = 0   # a fixed split's CUDA-graph plan holds this many CTAs per SM (0: no limit)
     tactics: tuple[tuple[str, Knobs], ...] = ()  # per device kind
     tune: tuple[tuple[str, Knobs], ...] = ()     # per device kind, for Optuna
     notes: str = ""
@@ -58,6 +81,9 @@ class KernelSpec:
     def tune_space(self, device_kind: str) -> dict[str, tuple[Any, ...]]:
         """The knobs a per-problem search explores: `tune` where declared, else `tactics`."""
         return dict(dict(self.tune).get(device_kind, ())) or self.tactic_space(device_kind)
+
+    def split_rule(self, kv_dtype: str) -> SplitRule | None:
+        return dict(self.split_kv).get(kv_dtype)
 
     def groups_for(self, phase: str) -> tuple[int, ...] | None:
         return dict(self.group_sizes).get(phase)
@@ -93,6 +119,8 @@ def _spec(entry: dict[str, Any], source: str) -> KernelSpec:
             if k in default and default[k][0] != values[0]:
                 raise RegistryError(f"{where}: tune.{kind}.{k} must start with the kernel's default "
                                     f"{default[k][0]!r} (the first of tactics.{kind}.{k}), not {values[0]!r}")
+    split_kv = tuple((dt, _split_rule(rule, f"{where}: split_kv.{dt}"))
+                     for dt, rule in entry.get("split_kv", {}).items())
     return KernelSpec(
         id=entry["id"], family=entry["family"], library=entry.get("library", ""),
         entry_point=entry.get("entry_point", ""), phases=tuple(entry["phases"]),
@@ -102,9 +130,21 @@ def _spec(entry: dict[str, Any], source: str) -> KernelSpec:
         head_dims=_tuple(entry.get("head_dims")), page_sizes=_tuple(entry.get("page_sizes")),
         group_sizes=tuple((p, tuple(g)) for p, g in entry.get("group_sizes", {}).items()),
         window=entry.get("window", False), sinks=entry.get("sinks", False),
-        noncausal=entry.get("noncausal", True), ragged=entry.get("ragged", "total"), tactics=tactics, tune=tune,
+        noncausal=entry.get("noncausal", True), ragged=entry.get("ragged", "total"), split_kv=split_kv,
+        graph_split_ctas_per_sm=entry.get("graph_split_ctas_per_sm", 0),
+        tactics=tactics, tune=tune,
         notes=entry.get("notes", "").strip(),
     )
+
+
+def _split_rule(rule: dict[str, Any], where: str) -> SplitRule:
+    names = {"sm_multiple", "factor", "tile"}
+    if not isinstance(rule, dict) or set(rule) - names:
+        raise RegistryError(f"{where} must be a table of {', '.join(sorted(names))}, not {rule!r}")
+    out = SplitRule(**rule)
+    if out.sm_multiple < 1 or out.factor <= 0 or out.tile < 1:
+        raise RegistryError(f"{where}: sm_multiple and tile must be at least 1 and factor above 0, not {rule!r}")
+    return out
 
 
 def _read(path: Path) -> list[dict[str, Any]]:
@@ -159,6 +199,49 @@ def ineligibility_reasons(spec: KernelSpec, problem: AttentionProblem, device: D
         reasons.append(f"no dtype path for q/kv/out {p.q_dtype}/{p.kv_dtype}/{p.out_dtype} (kernel takes {have}"
                        f"{'; q-quant allowed' if spec.q_quant else ''})")
     return reasons
+
+
+def tactic_reasons(spec: KernelSpec, tactic: dict[str, Any], problem: AttentionProblem,
+                   device: DeviceInfo) -> list[str]:
+    """Why `spec` with `tactic` cannot serve `problem` on `device` though the kernel can; empty when it can."""
+    fixed = int(tactic.get("fixed_split_size", 0) or 0)
+    if not fixed or not spec.graph_split_ctas_per_sm or not device.sm_count or tactic.get("disable_split_kv"):
+        return []
+    need, room = graph_split_chunks(problem, fixed, spec.graph_split_ctas_per_sm * device.sm_count)
+    if need <= room:
+        return []
+    return [f"fixed_split_size={fixed} needs {need} KV chunks at batch {problem.batch_size} x kv {problem.kv_len}; "
+            f"FlashInfer's CUDA-graph plan holds {room} (use fixed_split_size 0 or a larger split)"]
+
+
+def graph_split_chunks(p: AttentionProblem, fixed: int, max_ctas: int) -> tuple[int, int]:
+    """(chunks needed, chunks held) of FlashInfer's CUDA-graph prefill plan (PrefillSplitQOKVIndptr)
+    with a fixed split of `fixed` pages: a chunk per request, query tile and KV chunk, padded to
+    max(max_ctas / KV heads, query tiles). Over: FlashInfer refuses the plan ("new batch size should
+    not exceed padded batch size"). Exact for a uniform batch; a mixed batch's count is estimated from
+    its mean and longest request. On the H200 it told 6028 measured plans right but N (112 refused;
+    benchmarks/results/h200-2026-12-07/)."""
+    g, b = p.group_size, p.batch_size
+    rows = b * p.q_len
+    tile = _fa2_cta_tile_q((rows - b + 1) * g, p.head_dim)
+
+    def chunks(tokens: int) -> int:
+        pages = -(-tokens // p.page_size)
+        return -(-pages // fixed)
+    if b == 1 or p.max_kv_len == p.kv_len:
+        kv_chunks = b * chunks(p.kv_len)
+    else:       # the others' lengths unknown: their pages in chunks, half a chunk more each for the rounding
+        rest = -(-(b * p.kv_len - p.max_kv_len) // p.page_size)
+        kv_chunks = chunks(p.max_kv_len) + max(b - 1, math.ceil(rest / fixed + (b - 1) / 2))
+    need = -(-p.q_len * g // tile) * kv_chunks
+    return need, max(max_ctas // p.num_kv_heads, -(-rows * g // tile) + b - 1)
+
+
+def _fa2_cta_tile_q(packed_qo_len: int, head_dim: int) -> int:
+    """FlashInfer's FA2DetermineCtaTileQ for head_dim below 512 on SM80 and newer."""
+    if packed_qo_len > 64 and head_dim < 256:
+        return 128
+    return 64 if packed_qo_len > 16 else 16
 
 
 def ineligible_kernels(registry: dict[str, KernelSpec], problem: AttentionProblem,

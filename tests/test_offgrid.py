@@ -8,6 +8,7 @@ import pytest
 
 from dispatcher.device import H200
 from dispatcher.dispatch import Dispatcher
+from dispatcher.pipeline import Pipeline
 from dispatcher.predictor import PredictorConfig
 from dispatcher.table import Table, Timing
 from tests.conftest import ROOT, small
@@ -98,3 +99,40 @@ def test_evaluate_offgrid_scores_the_decisions_on_measured_off_grid_shapes(swept
     assert table.returncode == 0 and "3 off-grid problems measured in" in table.stdout
     missing = tuner("evaluate", "--db", str(swept_db[0]), "--device", "cpu", "--offgrid", str(tmp_path / "no.db"))
     assert missing.returncode == 2 and "no.db does not exist" in missing.stderr
+
+
+TP4 = dict(num_qo_heads=10, num_kv_heads=2, head_dim=128, kv_dtype="fp8", out_dtype="fp8")
+
+
+def test_xqa_between_two_batch_rows_costs_as_its_split_rule_says():
+    # FP8 XQA at 2 KV heads: batch 32 runs 2 CTAs per request and head, batch 33-64 one, so batch 41
+    # costs what 64 does (H200 at 98k: 993 us, 64: ~1048, 32: ~530); FA2-TC's plan balances the work,
+    # so it scales smoothly and wins at 41 (782 us) though XQA wins at 32 and 64
+    t = Table()
+    for b in (16, 32, 64, 128):
+        for kv in (65536, 131072):
+            p = small(**TP4, batch_size=b, kv_len=kv)
+            xqa_us_per_token = {16: 3.6e-3, 32: 5.4e-3, 64: 10.7e-3, 128: 21e-3}[b]    # the H200's
+            t.add(p, Timing(XQA, 20 + xqa_us_per_token * kv, 0.5, 0.04))
+            t.add(p, Timing(TC, 25 + b * kv * 1.88e-4, 0.5, 0.003))
+    p41 = small(**TP4, batch_size=41, kv_len=98022)
+    assert Dispatcher(t, H200).choose(p41).kernel == "fa2-tc"
+    assert Dispatcher(t, H200, predictor=PredictorConfig(split_rows=0)).choose(p41).kernel == "trtllm-xqa"
+    assert Dispatcher(t, H200).choose(small(**TP4, batch_size=64, kv_len=98022)).kernel == "trtllm-xqa"
+
+
+def test_a_fixed_split_is_not_chosen_where_the_asked_shape_overflows_flashinfers_graph_plan():
+    # batch 16 x 131072 at 2 KV heads needs 128 chunks of 1024 pages, within the 132 the plan holds;
+    # 136000 is in the same decision cell but needs 144: FlashInfer would refuse the plan
+    split = Pipeline("fa2-tc", "bf16", "fp8", "bf16", out_quant=True, tactic=(("fixed_split_size", 1024),))
+    t = Table()
+    for b in (8, 16, 32):
+        for kv in (65536, 131072):
+            p = small(**TP4, batch_size=b, kv_len=kv)
+            t.add(p, Timing(split, b * kv / 9000, 0.5, 0.003))
+            t.add(p, Timing(TC, b * kv / 8000, 0.5, 0.003))
+    d = Dispatcher(t, H200)
+    assert d.choose(small(**TP4, batch_size=16, kv_len=131072)).pipeline == split.id
+    near = d.choose(small(**TP4, batch_size=16, kv_len=136000))
+    assert near.pipeline == TC.id, near.reason
+    assert d.choose(small(**TP4, batch_size=16, kv_len=131072)).pipeline == split.id     # the cell's own stays

@@ -3,7 +3,7 @@ import pytest
 from dispatcher import ineligibility_reasons, load_registry
 from dispatcher.device import B200, H200
 from dispatcher.pipeline import candidates, pipelines_for
-from dispatcher.registry import RegistryError
+from dispatcher.registry import RegistryError, graph_split_chunks, tactic_reasons
 from tests.conftest import small
 
 SCOUT = dict(num_qo_heads=40, num_kv_heads=8, head_dim=128, page_size=16)
@@ -59,3 +59,56 @@ def test_user_file_overrides_and_adds(tmp_path):
     f.write_text('[[kernel]]\nid = "x"\nfamily = "magic"\nphases = ["decode"]\ndevice_kinds = ["cpu"]\ncombos = []\n')
     with pytest.raises(RegistryError, match="family 'magic' is not one of trtllm, flashattention, reference"):
         load_registry(str(f))
+
+
+@pytest.mark.parametrize("kv, batch, heads, longest, splits", [
+    ("bf16", 8, 8, 131072, 2),      # csrc/xqa/mha.cu: 132 SMs // (8 x 8) CTAs
+    ("bf16", 9, 8, 131072, 1),
+    ("fp8", 8, 8, 131072, 2),       # csrc/xqa/mha_sm90.cu: round(396 // 64 x 0.25) = round(1.5)
+    ("fp8", 10, 8, 131072, 1),      # round(4 x 0.25)
+    ("fp8", 5, 8, 131072, 2),       # round(9 x 0.25)
+    ("fp8", 1, 8, 200, 4),          # 12 wanted, but a 200-token request has 4 tiles of 64
+])
+def test_xqa_splits_a_decode_batch_as_its_launcher_does(kv, batch, heads, longest, splits):
+    assert REG["trtllm-xqa"].split_rule(kv).splits(batch, heads, longest, 132) == splits
+
+
+def test_xqa_batch_41_of_2_kv_heads_is_as_much_work_per_sm_as_batch_64():
+    # one CTA per request and head either way (measured FP8 98k: 993 us at 41, ~1048 at 64, ~530 at 32)
+    rule = REG["trtllm-xqa"].split_rule("fp8")
+    work = {b: rule.work_per_sm(b, 2, 98022, 132) for b in (32, 41, 64)}
+    assert work[41] == work[64] == 1.0 and work[32] == 0.5
+
+
+def test_a_bad_split_rule_names_the_kernel_and_the_field(tmp_path):
+    extra = tmp_path / "kernels.toml"
+    extra.write_text('[[kernel]]\nid = "trtllm-xqa"\nsplit_kv.fp8 = {sm_multiple = 3, factr = 0.25}\n')
+    with pytest.raises(RegistryError, match=r"kernel 'trtllm-xqa' in .*: split_kv.fp8 must be a table of factor, "
+                                            r"sm_multiple, tile"):
+        load_registry(str(extra))
+
+
+@pytest.mark.parametrize("heads, batch, kv, refused", [
+    (8, 4, 131072, False),     # 4 x 8 chunks of 1024 pages, within 2 x 132 // 8 = 33
+    (8, 8, 131072, True),      # 64 chunks: refused on the H200 (heuristics.db)
+    (2, 16, 131072, False),    # 128 of 132
+    (2, 32, 131072, True),     # 256: refused
+    (2, 256, 2048, False),     # one chunk each: the plan pads to the batch's own query tiles
+])
+def test_a_fixed_split_is_left_out_where_flashinfers_graph_plan_refuses_it(heads, batch, kv, refused):
+    p = small(phase="decode", num_qo_heads=5 * heads, num_kv_heads=heads, head_dim=128, batch_size=batch, kv_len=kv)
+    tactics = {pipe.tactic for pipe in pipelines_for(REG["fa2-tc"], p, H200)}
+    assert ((("fixed_split_size", 1024),) not in tactics) == refused
+    assert (("fixed_split_size", 0),) in tactics
+    why = tactic_reasons(REG["fa2-tc"], {"fixed_split_size": 1024}, p, H200)
+    assert bool(why) == refused
+    if refused:
+        assert why[0].startswith("fixed_split_size=1024 needs ") and "use fixed_split_size 0" in why[0]
+
+
+def test_a_fixed_split_prefill_counts_its_query_tiles():
+    # 2 x 2048 new tokens x 5 heads: 80 query tiles of 128 each; with a 20k prefix every request needs
+    # two KV chunks, 320 against the 161 the plan holds
+    p = small(phase="prefill", num_qo_heads=40, num_kv_heads=8, head_dim=128, batch_size=2, q_len=2048, kv_len=2048)
+    assert graph_split_chunks(p, 1024, 264) == (160, 161)
+    assert graph_split_chunks(p.with_sizes(kv_len=20000), 1024, 264) == (320, 161)
