@@ -274,8 +274,10 @@ class FittedModel:
         hi = min((b for b in rows if b > p.batch_size), default=None)
         if not rules or p.batch_size in rows or lo is None or hi is None:
             return {}
-        below = {t.pipeline.id: t for t in self.at(p.with_sizes(batch_size=lo)) if t.pipeline.kernel in rules}
-        above = {t.pipeline.id: t for t in self.at(p.with_sizes(batch_size=hi)) if t.pipeline.kernel in rules}
+        def ruled(t: Timing) -> bool:
+            return t.pipeline.kernel in rules and not fixed_split(t.pipeline)
+        below = {t.pipeline.id: t for t in self.at(p.with_sizes(batch_size=lo)) if ruled(t)}
+        above = {t.pipeline.id: t for t in self.at(p.with_sizes(batch_size=hi)) if ruled(t)}
         out = {}
         for pid in below.keys() & above.keys():
             a, b = below[pid], above[pid]

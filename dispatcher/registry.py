@@ -34,20 +34,23 @@ Knobs = tuple[tuple[str, tuple[Any, ...]], ...]     # (knob, values), the first 
 class SplitRule:
     """How a kernel cuts each request's KV into CTAs from the batch alone (`split_kv` in kernels.toml):
     round(floor(sm_multiple x SMs / (batch x KV heads)) x factor) CTAs per request and KV head, at
-    least 1, at most one per `tile` tokens of the longest request."""
+    least 1, at most one per `tile` tokens of the longest request. `waves`: what CTAs beyond one per
+    SM cost, "whole" (a second wave) or "shared" (SMs running several share their bandwidth)."""
     sm_multiple: int = 1
     factor: float = 1.0
     tile: int = 1
+    waves: str = "shared"
 
     def splits(self, batch: int, kv_heads: int, longest: int, sms: int) -> int:
         wanted = math.floor((self.sm_multiple * sms // (batch * kv_heads)) * self.factor + 0.5)   # C's round()
         return max(1, min(wanted, -(-longest // self.tile)))
 
     def work_per_sm(self, batch: int, kv_heads: int, longest: int, sms: int) -> float:
-        """Each SM's share of the work, in whole requests' KV, an SM's CTA at least: where the time goes
-        once KV is long (SMs beyond the CTAs idle; past one wave more CTAs share them)."""
+        """The busiest SM's work in whole requests' KV, an SM's CTA at least: where the time goes once
+        KV is long (SMs beyond the CTAs idle)."""
         n = self.splits(batch, kv_heads, longest, sms)
-        return max(batch * kv_heads * n / sms, 1.0) / n
+        ctas = batch * kv_heads * n / sms
+        return (math.ceil(ctas) if self.waves == "whole" else max(ctas, 1.0)) / n
 
 
 @dataclass(frozen=True)
@@ -138,12 +141,13 @@ def _spec(entry: dict[str, Any], source: str) -> KernelSpec:
 
 
 def _split_rule(rule: dict[str, Any], where: str) -> SplitRule:
-    names = {"sm_multiple", "factor", "tile"}
+    names = {"sm_multiple", "factor", "tile", "waves"}
     if not isinstance(rule, dict) or set(rule) - names:
         raise RegistryError(f"{where} must be a table of {', '.join(sorted(names))}, not {rule!r}")
     out = SplitRule(**rule)
-    if out.sm_multiple < 1 or out.factor <= 0 or out.tile < 1:
-        raise RegistryError(f"{where}: sm_multiple and tile must be at least 1 and factor above 0, not {rule!r}")
+    if out.sm_multiple < 1 or out.factor <= 0 or out.tile < 1 or out.waves not in ("whole", "shared"):
+        raise RegistryError(f"{where}: sm_multiple and tile must be at least 1, factor above 0 and waves "
+                            f"'whole' or 'shared', not {rule!r}")
     return out
 
 

@@ -61,16 +61,31 @@ def test_user_file_overrides_and_adds(tmp_path):
         load_registry(str(f))
 
 
-@pytest.mark.parametrize("kv, batch, heads, longest, splits", [
-    ("bf16", 8, 8, 131072, 2),      # csrc/xqa/mha.cu: 132 SMs // (8 x 8) CTAs
-    ("bf16", 9, 8, 131072, 1),
-    ("fp8", 8, 8, 131072, 2),       # csrc/xqa/mha_sm90.cu: round(396 // 64 x 0.25) = round(1.5)
-    ("fp8", 10, 8, 131072, 1),      # round(4 x 0.25)
-    ("fp8", 5, 8, 131072, 2),       # round(9 x 0.25)
-    ("fp8", 1, 8, 200, 4),          # 12 wanted, but a 200-token request has 4 tiles of 64
+@pytest.mark.parametrize("kernel, kv, batch, heads, longest, splits", [
+    ("trtllm-xqa", "fp8", 8, 8, 131072, 2),      # csrc/xqa/mha_sm90.cu: round(396 // 64 x 0.25) = round(1.5)
+    ("trtllm-xqa", "fp8", 10, 8, 131072, 1),     # round(4 x 0.25)
+    ("trtllm-xqa", "fp8", 5, 8, 131072, 2),      # round(9 x 0.25)
+    ("trtllm-xqa", "fp8", 1, 8, 200, 4),         # 12 wanted, but a 200-token request has 4 tiles of 64
+    ("fa2-tc", "bf16", 64, 2, 65536, 2),         # FlashInfer's graph plan: at most 264 // 2 chunks in all
+    ("fa2-tc", "fp8", 53, 2, 65536, 2),
+    ("fa2-tc", "bf16", 68, 2, 65536, 1),
 ])
-def test_xqa_splits_a_decode_batch_as_its_launcher_does(kv, batch, heads, longest, splits):
-    assert REG["trtllm-xqa"].split_rule(kv).splits(batch, heads, longest, 132) == splits
+def test_kernels_split_a_decode_batch_as_their_launchers_do(kernel, kv, batch, heads, longest, splits):
+    assert REG[kernel].split_rule(kv).splits(batch, heads, longest, 132) == splits
+
+
+def test_xqa_bf16_has_no_split_rule():
+    # its time follows the batch's total work (H200, 2 KV heads: 13.5 us per 1k tokens at batch 37,
+    # 18 at 64, both one CTA per request), so it is read between batch rows as any other kernel
+    assert REG["trtllm-xqa"].split_rule("bf16") is None
+
+
+def test_fa2_tc_past_one_wave_pays_a_whole_second_one():
+    # batch 68 of 2 KV heads: one chunk per request, 136 CTAs on 132 SMs; measured 331 us per request and
+    # 1k tokens against 185 at batch 64 (2 chunks each, 256 CTAs)
+    rule = REG["fa2-tc"].split_rule("fp8")
+    per_request = {b: rule.work_per_sm(b, 2, 34011, 132) / b for b in (64, 68)}
+    assert per_request[68] / per_request[64] == pytest.approx(64 / 34)
 
 
 def test_xqa_batch_41_of_2_kv_heads_is_as_much_work_per_sm_as_batch_64():
