@@ -36,6 +36,7 @@ class Dispatcher:
         # (decision, its cell) by problem as asked, and by cell (AttentionProblem.cell_key)
         self._cache: dict[AttentionProblem, tuple[Decision, AttentionProblem]] = {}
         self._cells: dict[tuple[Any, ...], tuple[Decision, AttentionProblem]] = {}
+        self._refused: dict[tuple[Any, ...], tuple[Decision, AttentionProblem]] = {}   # (cell, refused pipelines)
         self.misses: dict[AttentionProblem, int] = {}          # cells answered without a measurement
         self.db: Path | None = None                        # set by load(); used by refresh and flush
 
@@ -45,8 +46,8 @@ class Dispatcher:
         hit = self._cache.get(problem)
         if hit is None:
             hit = self._cell_decision(problem)
-            if hit[0].tactic and self._tactic_reasons(hit[0], problem):     # near a plan's limit in the cell
-                hit = (self._decide(hit[1], problem, exact=True), hit[1])
+            if hit[0].tactic and self._tactic_reasons(hit[0], problem):     # this problem's plan would be refused
+                hit = self._without_refused(problem, hit[1])
             if len(self._cache) >= CACHE_LIMIT:     # bounded: hostile traffic cannot grow memory,
                 self._cache = {}                    # and a full cache is not re-decided per call
             self._cache[problem] = hit
@@ -80,26 +81,39 @@ class Dispatcher:
 
     def cached(self) -> int:
         """Decisions held in the caches (each is emptied when it reaches CACHE_LIMIT)."""
-        return len(self._cache) + len(self._cells)
+        return len(self._cache) + len(self._cells) + len(self._refused)
 
     def swap_table(self, table: Table) -> None:
         """Replace the table (the model is fitted to it first): a choose() sees the old or the new
         table's decisions, never a mix."""
         model = self.predictor.fit(table, self.device, self.registry)
-        self.table, self.model, self._cache, self._cells = table, model, {}, {}
+        self.table, self.model, self._cache, self._cells, self._refused = table, model, {}, {}, {}
 
     # -- off the fast path: once per cell ----------------------------------------------
     def _tactic_reasons(self, dec: Decision, problem: AttentionProblem) -> list[str]:
         spec = self.registry.get(dec.kernel)
         return tactic_reasons(spec, dict(dec.tactic), problem, self.device) if spec else []
 
-    def _decide(self, p: AttentionProblem, asked: AttentionProblem | None = None, exact: bool = False) -> Decision:
+    def _without_refused(self, problem: AttentionProblem, cell: AttentionProblem) -> tuple[Decision, AttentionProblem]:
+        """The cell's decision among the pipelines whose tactic `problem` can plan (registry.tactic_reasons),
+        decided once per cell and set of refused pipelines."""
+        reg, dev = self.registry, self.device
+        refused = frozenset(c.id for c in candidates(reg, cell, dev)
+                            if tactic_reasons(reg[c.kernel], dict(c.tactic), problem, dev))
+        key = (problem.cell_key(), refused)
+        hit = self._refused.get(key)
+        if hit is None:
+            hit = (self._decide(cell, problem, refused), cell)
+            if len(self._refused) >= CACHE_LIMIT:
+                self._refused = {}
+            self._refused[key] = hit
+        return hit
+
+    def _decide(self, p: AttentionProblem, asked: AttentionProblem | None = None,
+                refused: frozenset[str] = frozenset()) -> Decision:
         """The decision for cell `p` (AttentionProblem.cell); `asked`, the problem as the caller gave
-        it, is named in messages (exact: only tactics that also serve `asked` at its own sizes)."""
-        cands = candidates(self.registry, p, self.device)
-        if exact and asked is not None:
-            reg, dev = self.registry, self.device
-            cands = [c for c in cands if not tactic_reasons(reg[c.kernel], dict(c.tactic), asked, dev)]
+        it, is named in messages; `refused`: pipelines left out (tactics `asked` cannot plan)."""
+        cands = [c for c in candidates(self.registry, p, self.device) if c.id not in refused]
         pick, rule_notes = rule_pick(self.rule, p, self.device, self.registry, cands)
         if pick is None:
             raise LookupError(f"no kernel can serve {(asked or p).describe()} on {self.device.name}: "

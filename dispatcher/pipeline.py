@@ -9,7 +9,7 @@ from typing import Any
 
 from .device import DeviceInfo
 from .problem import AttentionProblem
-from .registry import KernelSpec, combos_for, ineligibility_reasons, tactic_reasons
+from .registry import KernelSpec, combos_for, ineligibility_reasons
 
 Tactic = tuple[tuple[str, Any], ...]     # a kernel's knob settings, sorted by knob
 
@@ -72,14 +72,14 @@ def tactics_of(spec: KernelSpec, device: DeviceInfo, all_tactics: bool = True) -
 
 def pipelines_for(spec: KernelSpec, problem: AttentionProblem, device: DeviceInfo,
                   all_tactics: bool = True) -> list[Pipeline]:
-    """Every pipeline through `spec` that serves the problem; empty when the kernel is ineligible. A
-    tactic that cannot serve it (registry.tactic_reasons) is left out."""
+    """Every pipeline through `spec` that serves the problem; empty when the kernel is ineligible. (A
+    tactic some sizes cannot plan, registry.tactic_reasons, is in: the sweep records FlashInfer's
+    refusal, and the dispatcher leaves it out where the asked problem needs it.)"""
     if ineligibility_reasons(spec, problem, device):
         return []
-    tactics = [t for t in tactics_of(spec, device, all_tactics) if not tactic_reasons(spec, dict(t), problem, device)]
     out = []
     for combo, q_quant, out_quant in combos_for(spec, problem):
-        for tactic in tactics:
+        for tactic in tactics_of(spec, device, all_tactics):
             out.append(Pipeline(spec.id, combo.q, combo.kv, combo.out, q_quant, out_quant, tactic))
     return out
 

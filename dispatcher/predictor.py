@@ -274,8 +274,9 @@ class FittedModel:
         hi = min((b for b in rows if b > p.batch_size), default=None)
         if not rules or p.batch_size in rows or lo is None or hi is None:
             return {}
-        def ruled(t: Timing) -> bool:
-            return t.pipeline.kernel in rules and not fixed_split(t.pipeline)
+        def ruled(t: Timing) -> bool:      # a fixed or disabled split is not the kernel's own
+            return (t.pipeline.kernel in rules and not fixed_split(t.pipeline)
+                    and not dict(t.pipeline.tactic).get("disable_split_kv"))
         below = {t.pipeline.id: t for t in self.at(p.with_sizes(batch_size=lo)) if ruled(t)}
         above = {t.pipeline.id: t for t in self.at(p.with_sizes(batch_size=hi)) if ruled(t)}
         out = {}

@@ -205,35 +205,48 @@ def ineligibility_reasons(spec: KernelSpec, problem: AttentionProblem, device: D
     return reasons
 
 
+PLAN_MARGIN = 0.95   # a mixed batch whose lengths are not given: its chunk count is estimated, so keep clear
+
+
 def tactic_reasons(spec: KernelSpec, tactic: dict[str, Any], problem: AttentionProblem,
                    device: DeviceInfo) -> list[str]:
     """Why `spec` with `tactic` cannot serve `problem` on `device` though the kernel can; empty when it can."""
     fixed = int(tactic.get("fixed_split_size", 0) or 0)
     if not fixed or not spec.graph_split_ctas_per_sm or not device.sm_count or tactic.get("disable_split_kv"):
         return []
-    need, room = graph_split_chunks(problem, fixed, spec.graph_split_ctas_per_sm * device.sm_count)
-    if need <= room:
+    p = problem
+    need, room = graph_split_chunks(p, fixed, spec.graph_split_ctas_per_sm * device.sm_count)
+    estimated = p.max_kv_len != p.kv_len and p.batch_size > 1 and p.seq_lens is None
+    if need <= (room * PLAN_MARGIN if estimated else room):
         return []
-    return [f"fixed_split_size={fixed} needs {need} KV chunks at batch {problem.batch_size} x kv {problem.kv_len}; "
+    about = "about " if estimated else ""
+    return [f"fixed_split_size={fixed} needs {about}{need} KV chunks at batch {p.batch_size} x kv {p.kv_len}; "
             f"FlashInfer's CUDA-graph plan holds {room} (use fixed_split_size 0 or a larger split)"]
 
 
 def graph_split_chunks(p: AttentionProblem, fixed: int, max_ctas: int) -> tuple[int, int]:
     """(chunks needed, chunks held) of FlashInfer's CUDA-graph prefill plan (PrefillSplitQOKVIndptr)
-    with a fixed split of `fixed` pages: a chunk per request, query tile and KV chunk, padded to
-    max(max_ctas / KV heads, query tiles). Over: FlashInfer refuses the plan ("new batch size should
-    not exceed padded batch size"). Exact for a uniform batch; a mixed batch's count is estimated from
-    its mean and longest request. Of 6124 plans measured on the H200 (112 refused) it tells 6122 right,
-    missing two random mixed batches within 3% of the limit (benchmarks/results/split-rule/)."""
+    with a fixed split of `fixed` pages: a chunk per request, query tile and KV chunk (of the pages a
+    sliding window reads), padded to max(max_ctas / KV heads, query tiles). Over: FlashInfer refuses
+    the plan ("new batch size should not exceed padded batch size"). Exact for a uniform batch or one
+    given by seq_lens; otherwise a mixed batch's count is estimated from its mean and longest request
+    (under it where the other requests all sit just past a chunk's end: pass seq_lens to count them).
+    Of 6124 plans measured on the H200 (112 refused) it tells 6122 right, missing two random mixed
+    batches within 3% of the limit (benchmarks/results/split-rule/)."""
     g, b = p.group_size, p.batch_size
     rows = b * p.q_len
     tile = _fa2_cta_tile_q((rows - b + 1) * g, p.head_dim)
+    window = -(-(p.window_left + tile) // p.page_size) if p.window_left >= 0 else None
 
     def chunks(tokens: int) -> int:
         pages = -(-tokens // p.page_size)
-        return -(-pages // fixed)
-    if b == 1 or p.max_kv_len == p.kv_len:
+        return -(-min(pages, window or pages) // fixed)
+    if p.seq_lens is not None:
+        kv_chunks = sum(chunks(n) for n in p.seq_lens)
+    elif b == 1 or p.max_kv_len == p.kv_len:
         kv_chunks = b * chunks(p.kv_len)
+    elif window is not None:
+        kv_chunks = chunks(p.max_kv_len) + (b - 1) * chunks(p.kv_len)
     else:       # the others' lengths unknown: their pages in chunks, half a chunk more each for the rounding
         rest = -(-(b * p.kv_len - p.max_kv_len) // p.page_size)
         kv_chunks = chunks(p.max_kv_len) + max(b - 1, math.ceil(rest / fixed + (b - 1) / 2))

@@ -1,6 +1,8 @@
+import dataclasses
+
 import pytest
 
-from dispatcher import ineligibility_reasons, load_registry
+from dispatcher import AttentionProblem, ineligibility_reasons, load_registry
 from dispatcher.device import B200, H200
 from dispatcher.pipeline import candidates, pipelines_for
 from dispatcher.registry import RegistryError, graph_split_chunks, tactic_reasons
@@ -110,20 +112,31 @@ def test_a_bad_split_rule_names_the_kernel_and_the_field(tmp_path):
     (2, 32, 131072, True),     # 256: refused
     (2, 256, 2048, False),     # one chunk each: the plan pads to the batch's own query tiles
 ])
-def test_a_fixed_split_is_left_out_where_flashinfers_graph_plan_refuses_it(heads, batch, kv, refused):
+def test_a_fixed_split_is_refused_where_flashinfers_graph_plan_refuses_it(heads, batch, kv, refused):
     p = small(phase="decode", num_qo_heads=5 * heads, num_kv_heads=heads, head_dim=128, batch_size=batch, kv_len=kv)
-    tactics = {pipe.tactic for pipe in pipelines_for(REG["fa2-tc"], p, H200)}
-    assert ((("fixed_split_size", 1024),) not in tactics) == refused
-    assert (("fixed_split_size", 0),) in tactics
     why = tactic_reasons(REG["fa2-tc"], {"fixed_split_size": 1024}, p, H200)
     assert bool(why) == refused
     if refused:
         assert why[0].startswith("fixed_split_size=1024 needs ") and "use fixed_split_size 0" in why[0]
+    # the sweep still measures it (the store keeps FlashInfer's refusal); the dispatcher leaves it out
+    assert (("fixed_split_size", 1024),) in {pipe.tactic for pipe in pipelines_for(REG["fa2-tc"], p, H200)}
 
 
-def test_a_fixed_split_prefill_counts_its_query_tiles():
-    # 2 x 2048 new tokens x 5 heads: 80 query tiles of 128 each; with a 20k prefix every request needs
-    # two KV chunks, 320 against the 161 the plan holds
-    p = small(phase="prefill", num_qo_heads=40, num_kv_heads=8, head_dim=128, batch_size=2, q_len=2048, kv_len=2048)
-    assert graph_split_chunks(p, 1024, 264) == (160, 161)
-    assert graph_split_chunks(p.with_sizes(kv_len=20000), 1024, 264) == (320, 161)
+def test_a_sliding_window_plans_only_the_pages_it_reads():
+    # FlashInfer counts min(ceil((window + query tile) / page), pages) pages per request
+    p = small(phase="decode", num_qo_heads=40, num_kv_heads=8, head_dim=128, batch_size=64, kv_len=32768)
+    assert graph_split_chunks(p, 32, 264)[0] == 64 * 64
+    assert graph_split_chunks(dataclasses.replace(p, window_left=127), 32, 264)[0] == 64
+
+
+def test_a_mixed_batch_is_counted_exactly_from_its_lengths_and_kept_clear_of_the_limit_without_them():
+    # 8 KV heads: 33 chunks held. One request of 4 chunks (64k tokens) and 14 of 2 (24k tokens each)
+    fa2_tc, fixed = REG["fa2-tc"], {"fixed_split_size": 1024}
+    exact = AttentionProblem.from_seq_lens(seq_lens=[64228] + [24000] * 14, phase="decode", num_qo_heads=40,
+                                           num_kv_heads=8, head_dim=128, page_size=16)
+    assert graph_split_chunks(exact, 1024, 264) == (4 + 28, 33)
+    assert tactic_reasons(fa2_tc, fixed, exact, H200) == []
+    # the same statistics without the lengths: estimated 32 of 33, inside the margin kept for estimates
+    guess = exact.with_sizes(max_kv_len=exact.max_kv_len)
+    assert guess.seq_lens is None and graph_split_chunks(guess, 1024, 264) == (32, 33)
+    assert tactic_reasons(fa2_tc, fixed, guess, H200)[0].startswith("fixed_split_size=1024 needs about 32 ")
