@@ -46,7 +46,7 @@ class Dispatcher:
         hit = self._cache.get(problem)
         if hit is None:
             hit = self._cell_decision(problem)
-            if hit[0].tactic and self._tactic_reasons(hit[0], problem):     # this problem's plan would be refused
+            if self._refuses(hit[0].kernel, hit[0].tactic, problem):     # this problem's plan would be refused
                 hit = self._without_refused(problem, hit[1])
             if len(self._cache) >= CACHE_LIMIT:     # bounded: hostile traffic cannot grow memory,
                 self._cache = {}                    # and a full cache is not re-decided per call
@@ -90,16 +90,16 @@ class Dispatcher:
         self.table, self.model, self._cache, self._cells, self._refused = table, model, {}, {}, {}
 
     # -- off the fast path: once per cell ----------------------------------------------
-    def _tactic_reasons(self, dec: Decision, problem: AttentionProblem) -> list[str]:
-        spec = self.registry.get(dec.kernel)
-        return tactic_reasons(spec, dict(dec.tactic), problem, self.device) if spec else []
+    def _refuses(self, kernel: str, tactic: Any, problem: AttentionProblem) -> bool:
+        """Whether `problem` cannot plan `kernel` with `tactic` (registry.tactic_reasons)."""
+        spec = self.registry.get(kernel)
+        return bool(spec and tactic and tactic_reasons(spec, dict(tactic), problem, self.device))
 
     def _without_refused(self, problem: AttentionProblem, cell: AttentionProblem) -> tuple[Decision, AttentionProblem]:
         """The cell's decision among the pipelines whose tactic `problem` can plan (registry.tactic_reasons),
         decided once per cell and set of refused pipelines."""
-        reg, dev = self.registry, self.device
-        refused = frozenset(c.id for c in candidates(reg, cell, dev)
-                            if tactic_reasons(reg[c.kernel], dict(c.tactic), problem, dev))
+        refused = frozenset(c.id for c in candidates(self.registry, cell, self.device)
+                            if self._refuses(c.kernel, c.tactic, problem))
         key = (problem.cell_key(), refused)
         hit = self._refused.get(key)
         if hit is None:

@@ -126,6 +126,14 @@ def _sum(a: Timing, b: Timing) -> Timing:
     return Timing(a.pipeline, a.median_us + b.median_us, max(a.spread_us, b.spread_us), a.relerr)
 
 
+def _log_between(a: Timing, b: Timing, w: float) -> Timing:
+    """a's pipeline at weight w from a to b, in log time; the larger relative spread, the worse accuracy."""
+    us = math.exp((1 - w) * math.log(a.median_us) + w * math.log(b.median_us))
+    rel = max(a.spread_us / a.median_us, b.spread_us / b.median_us)
+    errs = [e for e in (a.relerr, b.relerr) if e is not None]
+    return Timing(a.pipeline, us, us * rel, max(errs) if errs else None)
+
+
 def _slower(a: Timing, b: Timing) -> Timing:
     return a if a.median_us >= b.median_us else Timing(a.pipeline, b.median_us, max(a.spread_us, b.spread_us),
                                                        a.relerr)
@@ -239,28 +247,26 @@ class FittedModel:
                 for pid, t in below.items() if pid in above}
 
     # -- the one rule that combines them -------------------------------------------------------------
+    def batch_rows(self, p: AttentionProblem) -> tuple[int, int] | None:
+        """The measured batch sizes either side of p's in its family; None where p's batch size was
+        measured or is not bracketed."""
+        rows = {c.batch_size for c in self.table.by_family.get(p.family(), [])}
+        lo = max((b for b in rows if b < p.batch_size), default=None)
+        hi = min((b for b in rows if b > p.batch_size), default=None)
+        return None if p.batch_size in rows or lo is None or hi is None else (lo, hi)
+
     def between_rows(self, p: AttentionProblem) -> list[Timing] | None:
         """For a batch size never measured: each pipeline's time at p's other sizes in the measured
         batch sizes either side (measured there, or predicted within that row), interpolated in log
         time over log batch. None where p's batch size was measured or is not bracketed."""
-        rows = sorted({c.batch_size for c in self.table.by_family.get(p.family(), [])})
-        if p.batch_size in rows:
+        rows = self.batch_rows(p)
+        if rows is None:
             return None
-        lo = max((b for b in rows if b < p.batch_size), default=None)
-        hi = min((b for b in rows if b > p.batch_size), default=None)
-        if lo is None or hi is None:
-            return None
+        lo, hi = rows
         below = {t.pipeline.id: t for t in self.at(p.with_sizes(batch_size=lo))}
         above = {t.pipeline.id: t for t in self.at(p.with_sizes(batch_size=hi))}
         w = math.log(p.batch_size / lo) / math.log(hi / lo)
-        out = []
-        for pid in below.keys() & above.keys():
-            a, b = below[pid], above[pid]
-            us = math.exp((1 - w) * math.log(a.median_us) + w * math.log(b.median_us))
-            rel = max(a.spread_us / a.median_us, b.spread_us / b.median_us)
-            errs = [e for e in (a.relerr, b.relerr) if e is not None]
-            out.append(Timing(a.pipeline, us, us * rel, max(errs) if errs else None))
-        return out
+        return [_log_between(below[pid], above[pid], w) for pid in below.keys() & above.keys()]
 
     def split_rows(self, p: AttentionProblem) -> dict[str, Timing]:
         """Decode at a batch size never measured: each pipeline of a kernel with a split_kv rule, between
@@ -269,11 +275,11 @@ class FittedModel:
         if p.phase != "decode" or not self.sm_count or not self.config.split_rows:
             return {}
         rules = {k: r[p.kv_dtype] for k, r in self.splits.items() if p.kv_dtype in r}
-        rows = sorted({c.batch_size for c in self.table.by_family.get(p.family(), [])})
-        lo = max((b for b in rows if b < p.batch_size), default=None)
-        hi = min((b for b in rows if b > p.batch_size), default=None)
-        if not rules or p.batch_size in rows or lo is None or hi is None:
+        rows = self.batch_rows(p) if rules else None
+        if rows is None:
             return {}
+        lo, hi = rows
+
         def ruled(t: Timing) -> bool:      # a fixed or disabled split is not the kernel's own
             return (t.pipeline.kernel in rules and not fixed_split(t.pipeline)
                     and not dict(t.pipeline.tactic).get("disable_split_kv"))
@@ -281,15 +287,10 @@ class FittedModel:
         above = {t.pipeline.id: t for t in self.at(p.with_sizes(batch_size=hi)) if ruled(t)}
         out = {}
         for pid in below.keys() & above.keys():
-            a, b = below[pid], above[pid]
-            work = [rules[a.pipeline.kernel].work_per_sm(n, p.num_kv_heads, p.max_kv_len, self.sm_count)
-                    for n in (lo, p.batch_size, hi)]
+            rule = rules[below[pid].pipeline.kernel]
+            work = [rule.work_per_sm(n, p.num_kv_heads, p.max_kv_len, self.sm_count) for n in (lo, p.batch_size, hi)]
             w = math.log(work[1] / work[0]) / math.log(work[2] / work[0]) if work[2] > work[0] else 0.5
-            w = min(max(w, 0.0), 1.0)
-            us = math.exp((1 - w) * math.log(a.median_us) + w * math.log(b.median_us))
-            rel = max(a.spread_us / a.median_us, b.spread_us / b.median_us)
-            errs = [e for e in (a.relerr, b.relerr) if e is not None]
-            out[pid] = Timing(a.pipeline, us, us * rel, max(errs) if errs else None)
+            out[pid] = _log_between(below[pid], above[pid], min(max(w, 0.0), 1.0))
         return out
 
     def uses_ragged_prior(self, p: AttentionProblem) -> bool:
