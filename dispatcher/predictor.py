@@ -16,8 +16,10 @@ Settings live in one value (PredictorConfig, a JSON file for `tuner evaluate --p
 
 - split_rows(p): decode, a batch size never measured, kernels that split a batch by its size alone
                 (`split_kv` in kernels.toml): the kernel's time in the measured batch sizes either side,
-                interpolated in log time over log of the busiest SM's work (XQA runs batch 41 of 2 KV
-                heads as it runs batch 64: one CTA per request and head, one wave).
+                interpolated in log time over log of the busiest SM's work (FP8 XQA runs batch 41 of 2
+                KV heads as it runs batch 64: one CTA per request and head, one wave); for "resident"
+                rules over log batch, but with a step where a second CTA joins the first on an SM
+                (BF16 XQA at batch 17 of 8 KV heads costs 1.4x batch 16).
 
 - ragged_prior(p): a mixed batch where its family has no mixed batch measured: each pipeline from
                 uniform batches, at the mean, plus the longest request alone for kernels whose time
@@ -71,6 +73,7 @@ class PredictorConfig:
     unsplit_waves: float = 1.9    # decode: batch x KV heads over SMs from which FA2's plan leaves requests unsplit
     longest_alone_waves: float = 2.0   # decode: from here XQA's longest request costs as if run alone, after the rest
     split_rows: int = 1           # 1: kernels with a split_kv rule read an unmeasured decode batch by work per SM
+    resident_step: float = 0.4    # decode, "resident" split rules: twice the busiest SM's load costs 1 + this
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -150,7 +153,9 @@ class Predictor:
         built-in kernels)."""
         registry = registry or load_registry()
         ragged = {k: s.ragged for k, s in registry.items()}
-        splits = {k: dict(s.split_kv) for k, s in registry.items() if s.split_kv}
+        cc = device.sm if device else 0
+        splits = {k: {dt: r for dt, r in s.split_kv if r.applies_to(cc)} for k, s in registry.items()}
+        splits = {k: rules for k, rules in splits.items() if rules}
         return FittedModel(table, self.config, device.sm_count if device else 0, ragged, splits)
 
 
@@ -288,10 +293,26 @@ class FittedModel:
         out = {}
         for pid in below.keys() & above.keys():
             rule = rules[below[pid].pipeline.kernel]
-            work = [rule.work_per_sm(n, p.num_kv_heads, p.max_kv_len, self.sm_count) for n in (lo, p.batch_size, hi)]
-            w = math.log(work[1] / work[0]) / math.log(work[2] / work[0]) if work[2] > work[0] else 0.5
-            out[pid] = _log_between(below[pid], above[pid], min(max(w, 0.0), 1.0))
+            w = self._split_weight(rule, p, lo, hi, below[pid], above[pid])
+            if w is not None:
+                out[pid] = _log_between(below[pid], above[pid], min(max(w, 0.0), 1.0))
         return out
+
+    def _split_weight(self, rule: SplitRule, p: AttentionProblem, lo: int, hi: int,
+                      below: Timing, above: Timing) -> float | None:
+        """Where p's batch lies from row lo (0) to row hi (1) in log time; None: not the rule's to say.
+        "resident": by log batch (the total work), but at least 1 + resident_step x (the busiest SM's
+        load over lo's - 1) times lo's time: BF16 XQA, FA2-TC and cuDNN just past one wave, where a
+        second CTA joins the first on some SMs (H200: 1.38-1.55x; benchmarks/results/resident-rule/)."""
+        sizes = (lo, p.batch_size, hi)
+        if rule.waves == "resident":
+            load = [rule.busiest_sm(n, p.num_kv_heads, p.max_kv_len, self.sm_count) for n in sizes]
+            rise = math.log(above.median_us / below.median_us)
+            step = 1 + self.config.resident_step * (load[1] / load[0] - 1)
+            by_step = math.log(step) / rise if rise > 0 and load[1] > load[0] else 0.0
+            return max(math.log(p.batch_size / lo) / math.log(hi / lo), by_step)
+        work = [rule.work_per_sm(n, p.num_kv_heads, p.max_kv_len, self.sm_count) for n in sizes]
+        return math.log(work[1] / work[0]) / math.log(work[2] / work[0]) if work[2] > work[0] else 0.5
 
     def uses_ragged_prior(self, p: AttentionProblem) -> bool:
         """Whether predict(p) reads uniform batches (ragged_prior): a mixed batch of a family measured

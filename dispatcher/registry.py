@@ -34,23 +34,38 @@ Knobs = tuple[tuple[str, tuple[Any, ...]], ...]     # (knob, values), the first 
 class SplitRule:
     """How a kernel cuts each request's KV into CTAs from the batch alone (`split_kv` in kernels.toml):
     round(floor(sm_multiple x SMs / (batch x KV heads)) x factor) CTAs per request and KV head, at
-    least 1, at most one per `tile` tokens of the longest request. `waves`: what CTAs beyond one per
-    SM cost, "whole" (a second wave) or "shared" (SMs running several share their bandwidth)."""
+    least 1 (sm_multiple 0: never splits), at most one per `tile` tokens of the longest request.
+    `waves`: what CTAs beyond one per SM cost, "whole" (a second wave), "shared" (SMs running several
+    share their bandwidth) or "resident" (more on the busiest SM run beside each other, at a fraction
+    of a wave: PredictorConfig.resident_step). `compute_capability`: the one architecture whose
+    launcher this is (0: any)."""
     sm_multiple: int = 1
     factor: float = 1.0
     tile: int = 1
     waves: str = "shared"
+    compute_capability: int = 0
 
     def splits(self, batch: int, kv_heads: int, longest: int, sms: int) -> int:
         wanted = math.floor((self.sm_multiple * sms // (batch * kv_heads)) * self.factor + 0.5)   # C's round()
         return max(1, min(wanted, -(-longest // self.tile)))
 
+    def fill(self, batch: int, kv_heads: int, longest: int, sms: int) -> float:
+        """CTAs over SMs: above 1, some SM runs more than one."""
+        return batch * kv_heads * self.splits(batch, kv_heads, longest, sms) / sms
+
+    def busiest_sm(self, batch: int, kv_heads: int, longest: int, sms: int) -> float:
+        """The busiest SM's CTAs times each one's share of a request's KV."""
+        return math.ceil(self.fill(batch, kv_heads, longest, sms)) / self.splits(batch, kv_heads, longest, sms)
+
     def work_per_sm(self, batch: int, kv_heads: int, longest: int, sms: int) -> float:
         """The busiest SM's work in whole requests' KV, an SM's CTA at least: where the time goes once
         KV is long (SMs beyond the CTAs idle)."""
-        n = self.splits(batch, kv_heads, longest, sms)
-        ctas = batch * kv_heads * n / sms
-        return (math.ceil(ctas) if self.waves == "whole" else max(ctas, 1.0)) / n
+        if self.waves == "whole":
+            return self.busiest_sm(batch, kv_heads, longest, sms)
+        return max(self.fill(batch, kv_heads, longest, sms), 1.0) / self.splits(batch, kv_heads, longest, sms)
+
+    def applies_to(self, compute_capability: int) -> bool:
+        return self.compute_capability in (0, compute_capability)
 
 
 @dataclass(frozen=True)
@@ -141,13 +156,17 @@ def _spec(entry: dict[str, Any], source: str) -> KernelSpec:
 
 
 def _split_rule(rule: dict[str, Any], where: str) -> SplitRule:
-    names = {"sm_multiple", "factor", "tile", "waves"}
-    if not isinstance(rule, dict) or set(rule) - names:
+    names = {"sm_multiple", "factor", "tile", "waves", "compute_capability"}
+    if not isinstance(rule, dict):
         raise RegistryError(f"{where} must be a table of {', '.join(sorted(names))}, not {rule!r}")
+    if set(rule) - names:
+        raise RegistryError(f"{where}: {sorted(set(rule) - names)[0]!r} is not a field; the fields are "
+                            f"{', '.join(sorted(names))}")
     out = SplitRule(**rule)
-    if out.sm_multiple < 1 or out.factor <= 0 or out.tile < 1 or out.waves not in ("whole", "shared"):
-        raise RegistryError(f"{where}: sm_multiple and tile must be at least 1, factor above 0 and waves "
-                            f"'whole' or 'shared', not {rule!r}")
+    if (out.sm_multiple < 0 or out.factor <= 0 or out.tile < 1 or out.compute_capability < 0
+            or out.waves not in ("whole", "shared", "resident")):
+        raise RegistryError(f"{where}: sm_multiple must be 0 (never splits) or more, tile at least 1, factor above 0, "
+                            f"compute_capability 0 or more and waves 'whole', 'shared' or 'resident', not {rule!r}")
     return out
 
 

@@ -1,5 +1,6 @@
 """Decisions between grid points: predicted at the problem's own sizes, `measured` only within a
 measured cell, the model's settings as one value, and `tuner evaluate --offgrid`."""
+import dataclasses
 import json
 import subprocess
 import sys
@@ -119,6 +120,30 @@ def test_xqa_between_two_batch_rows_costs_as_its_split_rule_says():
     assert Dispatcher(t, H200).choose(p41).kernel == "fa2-tc"
     assert Dispatcher(t, H200, predictor=PredictorConfig(split_rows=0)).choose(p41).kernel == "trtllm-xqa"
     assert Dispatcher(t, H200).choose(small(**TP4, batch_size=64, kv_len=98022)).kernel == "trtllm-xqa"
+
+
+def test_bf16_xqa_just_past_one_wave_costs_a_second_resident_cta():
+    # BF16 XQA (mha.cu) at 8 KV heads: batch 16 is one CTA per request and head on 128 of 132 SMs,
+    # batch 19 puts a second CTA beside the first on some SMs: measured on the H200 27-28 us per 1k
+    # tokens of KV against 19 at batch 16 (36 at 32). FA2 with a fixed split has no rule and scales with
+    # the batch, so it wins at 19 though XQA wins at 16 and 32 (seed 1: 105.8 us against 84.3 at 3743)
+    bf16 = dict(num_qo_heads=40, num_kv_heads=8, head_dim=128, kv_dtype="bf16", out_dtype="bf16")
+    xqa = Pipeline("trtllm-xqa", "bf16", "bf16", "bf16", tactic=(("enable_pdl", False),))
+    split = Pipeline("fa2-tc", "bf16", "bf16", "bf16", tactic=(("fixed_split_size", 1024),))
+    t = Table()
+    for b, xqa_us_per_1k in ((8, 10.1), (16, 19.3), (32, 36.0)):
+        for kv in (4096, 8192):
+            p = small(**bf16, batch_size=b, kv_len=kv)
+            t.add(p, Timing(xqa, xqa_us_per_1k * kv / 1000, 0.5, 0.003))
+            t.add(p, Timing(split, 1.08 * 19.3 * (b / 16) * kv / 1000, 0.5, 0.003))
+    p19 = small(**bf16, batch_size=19, kv_len=6000)
+    assert Dispatcher(t, H200).choose(p19).pipeline == split.id
+    assert Dispatcher(t, H200, predictor=PredictorConfig(resident_step=0)).choose(p19).pipeline == xqa.id
+    for b in (16, 32):
+        assert Dispatcher(t, H200).choose(small(**bf16, batch_size=b, kv_len=6000)).pipeline == xqa.id
+    # the rule is SM90's kernel: on another architecture the batch is read as any other
+    sm120 = dataclasses.replace(H200, name="RTX PRO 6000", compute_capability=(12, 0), sm_count=132)
+    assert Dispatcher(t, sm120).choose(p19).pipeline == xqa.id
 
 
 def test_a_fixed_split_is_not_chosen_where_the_asked_shape_overflows_flashinfers_graph_plan():

@@ -76,10 +76,17 @@ def test_kernels_split_a_decode_batch_as_their_launchers_do(kernel, kv, batch, h
     assert REG[kernel].split_rule(kv).splits(batch, heads, longest, 132) == splits
 
 
-def test_xqa_bf16_has_no_split_rule():
-    # its time follows the batch's total work (H200, 2 KV heads: 13.5 us per 1k tokens at batch 37,
-    # 18 at 64, both one CTA per request), so it is read between batch rows as any other kernel
-    assert REG["trtllm-xqa"].split_rule("bf16") is None
+def test_bf16_kernels_past_one_wave_run_a_second_cta_beside_the_first():
+    # mha.cu (BF16 XQA) on SM90: floor(SMs / (batch x KV heads)) CTAs per request and head, 256-token
+    # tiles, two CTAs resident per SM; batch 17 of 8 KV heads is 136 CTAs, so some SM runs two
+    xqa = REG["trtllm-xqa"].split_rule("bf16")
+    assert (xqa.waves, xqa.compute_capability) == ("resident", 90)
+    assert [xqa.splits(b, 8, 131072, 132) for b in (1, 4, 16, 17)] == [16, 4, 1, 1]
+    assert xqa.splits(1, 8, 300, 132) == 2                      # two 256-token tiles
+    assert xqa.busiest_sm(17, 8, 131072, 132) == 2 * xqa.busiest_sm(16, 8, 131072, 132)
+    assert not xqa.applies_to(120) and REG["fa2-tc"].split_rule("bf16").applies_to(120)
+    # cuDNN never splits a request: one CTA per request and head at any batch
+    assert {REG["cudnn"].split_rule("bf16").splits(b, 8, 131072, 132) for b in (1, 16, 64)} == {1}
 
 
 def test_fa2_tc_past_one_wave_pays_a_whole_second_one():
@@ -100,8 +107,11 @@ def test_xqa_batch_41_of_2_kv_heads_is_as_much_work_per_sm_as_batch_64():
 def test_a_bad_split_rule_names_the_kernel_and_the_field(tmp_path):
     extra = tmp_path / "kernels.toml"
     extra.write_text('[[kernel]]\nid = "trtllm-xqa"\nsplit_kv.fp8 = {sm_multiple = 3, factr = 0.25}\n')
-    with pytest.raises(RegistryError, match=r"kernel 'trtllm-xqa' in .*: split_kv.fp8 must be a table of factor, "
-                                            r"sm_multiple, tile"):
+    with pytest.raises(RegistryError, match=r"kernel 'trtllm-xqa' in .*: split_kv.fp8: 'factr' is not a field; "
+                                            r"the fields are compute_capability, factor, sm_multiple, tile, waves"):
+        load_registry(str(extra))
+    extra.write_text('[[kernel]]\nid = "trtllm-xqa"\nsplit_kv.fp8 = {sm_multiple = 3, waves = "both"}\n')
+    with pytest.raises(RegistryError, match=r"split_kv.fp8: .*waves 'whole', 'shared' or 'resident', not "):
         load_registry(str(extra))
 
 
