@@ -64,6 +64,24 @@ def test_sampled_search_respects_its_trial_budget_and_reuses_known_times():
     assert res.best is not None and measured
 
 
+def test_a_setting_the_problem_cannot_plan_is_kept_as_refused_and_never_measured():
+    # batch 32 x 128k at 2 KV heads: splits of 1024 pages or fewer need more chunks than FlashInfer's
+    # CUDA-graph plan holds on the H200 (registry.tactic_reasons)
+    from dispatcher.device import H200
+    from dispatcher.registry import tactic_reasons
+    from tests.conftest import small
+    spec = load_registry()["fa2-tc"]
+    p = small(num_qo_heads=10, num_kv_heads=2, head_dim=128, kv_dtype="fp8", batch_size=32, kv_len=131072)
+    measure, calls = fake_kernel(best_split=256)
+    res = tune(BASE, SPACE, GRID_KNOBS, measure, trials=32,
+               refused=lambda pipe: tactic_reasons(spec, pipe.tactic_dict(), p, H200))
+    timed = {pid for c in calls for pid in c}
+    refused = {t["pipeline"] for t in res.trials if t["status"].startswith("refused: fixed_split_size=")}
+    assert "fa2-tc[fixed_split_size=256]" in refused and "fa2-tc[fixed_split_size=2048]" not in refused
+    assert not refused & timed and res.best not in refused
+    assert res.best == "fa2-tc[fixed_split_size=2048]"      # the nearest to 256 that plans
+
+
 def test_a_tune_space_must_start_at_the_kernels_default(tmp_path):
     bad = tmp_path / "k.toml"
     bad.write_text('[[kernel]]\nid = "fa2-tc"\nfamily = "flashattention"\nphases = ["decode"]\n'

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from dispatcher.device import DeviceInfo
 from dispatcher.pipeline import Pipeline, candidates
 from dispatcher.problem import AttentionProblem
-from dispatcher.registry import KernelSpec, load_registry
+from dispatcher.registry import KernelSpec, load_registry, tactic_reasons
 
 from .clock import stage
 from .measure import INPUTS, Row, measure_problem, record_problem
@@ -161,5 +161,6 @@ def search_tactics(ctx: SweepContext, p: AttentionProblem, base: Pipeline,
     if base.id not in known:
         return [], []                   # the default does not run (accurately) here: nothing to tune against
     res = tune(base, spec.tune_space(ctx.device.kind), set(spec.tactic_space(ctx.device.kind)),
-               lambda pipes: ctx.measure(p, pipes), trials=ctx.opts.trials, seed=ctx.opts.seed, known=known)
+               lambda pipes: ctx.measure(p, pipes), trials=ctx.opts.trials, seed=ctx.opts.seed, known=known,
+               refused=lambda pipe: tactic_reasons(spec, pipe.tactic_dict(), p, ctx.device))
     return res.rows, res.trials

@@ -47,11 +47,14 @@ class TuneResult:
 
 def tune(base: Pipeline, space: dict[str, tuple], grid_knobs: set[str],
          measure: Callable[[list[Pipeline]], list[dict]], trials: int = 16, seed: int = 0,
-         known: dict[str, float] | None = None) -> TuneResult:
+         known: dict[str, float] | None = None,
+         refused: Callable[[Pipeline], list[str]] | None = None) -> TuneResult:
     """Search `space` for the fastest tactic of `base` on one problem.
 
     measure(pipelines) -> result rows (median_us, status...), timed interleaved when several;
-    known: pipeline id -> median_us already in the store (not measured again)."""
+    known: pipeline id -> median_us already in the store (not measured again);
+    refused(pipeline) -> why the problem cannot plan that setting (registry.tactic_reasons): such a
+    trial is kept with status "refused: <why>" and not measured (FlashInfer would refuse its plan)."""
     import optuna
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     names = sorted(space)
@@ -70,6 +73,13 @@ def tune(base: Pipeline, space: dict[str, tuple], grid_knobs: set[str],
         params = {k: trial.suggest_categorical(k, list(space[k])) for k in names}
         pipe = replace(base, tactic=canonical(params, space, grid_knobs))
         seen[pipe.id] = pipe
+        why = refused(pipe) if refused else []
+        if why:
+            values[pipe.id] = math.inf
+            result.trials.append({"number": trial.number, "params": json.dumps(params, sort_keys=True),
+                                  "pipeline": pipe.id, "value_us": None, "status": f"refused: {why[0]}",
+                                  "remeasured": 0})
+            return math.inf
         remeasured = pipe.id not in values
         if remeasured:
             row = measure([pipe])[0]
