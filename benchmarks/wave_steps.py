@@ -17,7 +17,7 @@ from tuner.analysis.evaluate import load_table
 DEFAULT_SPLIT = {"trtllm-xqa": (("enable_pdl", False),), "fa2-tc": (("fixed_split_size", 0),), "cudnn": ()}
 
 
-def collect(dbs: list[str], device_name: str) -> tuple[dict, int]:
+def collect(dbs: list[str], device_name: str) -> tuple[dict, int, int]:
     _, device = load_table(dbs[0], device_name)
     points: dict = defaultdict(list)
     for db in dbs:
@@ -30,7 +30,7 @@ def collect(dbs: list[str], device_name: str) -> tuple[dict, int]:
                 if pipe.kernel in DEFAULT_SPLIT and pipe.tactic == DEFAULT_SPLIT[pipe.kernel] and not pipe.q_quant \
                         and not pipe.out_quant and not pipe.fused_out_quant:
                     points[(pipe.kernel, p.kv_dtype, p.num_kv_heads)].append((p.batch_size, p.kv_len, t.median_us))
-    return points, device.sm_count
+    return points, device.sm_count, device.sm
 
 
 def main() -> None:
@@ -38,13 +38,13 @@ def main() -> None:
     ap.add_argument("dbs", nargs="+")
     ap.add_argument("--device", default="NVIDIA H200")
     args = ap.parse_args()
-    points, sms = collect(args.dbs, args.device)
+    points, sms, device_sm = collect(args.dbs, args.device)
     reg = load_registry()
     print("| kernel | KV | KV heads | batch | CTAs / SMs | busiest-SM load | us per 1k KV tokens | shapes |")
     print("|---|---|---|---|---|---|---|---|")
     for (kernel, kv, heads), pts in sorted(points.items()):
         rule = reg[kernel].split_rule(kv)
-        if rule is None:
+        if rule is None or not rule.applies_to(device_sm) or not sms:
             continue
         by_load: dict = defaultdict(list)
         for b, kv_len, us in pts:

@@ -18,8 +18,8 @@ Settings live in one value (PredictorConfig, a JSON file for `tuner evaluate --p
                 (`split_kv` in kernels.toml): the kernel's time in the measured batch sizes either side,
                 interpolated in log time over log of the busiest SM's work (FP8 XQA runs batch 41 of 2
                 KV heads as it runs batch 64: one CTA per request and head, one wave); for "resident"
-                rules over log batch, but with a step where a second CTA joins the first on an SM
-                (BF16 XQA at batch 17 of 8 KV heads costs 1.4x batch 16).
+                rules over log batch, but with a step where the busiest SM's load rises (a second CTA
+                joins the first on some SM: BF16 XQA at batch 17 of 8 KV heads costs 1.4x batch 16).
 
 - ragged_prior(p): a mixed batch where its family has no mixed batch measured: each pipeline from
                 uniform batches, at the mean, plus the longest request alone for kernels whose time
@@ -89,6 +89,9 @@ class PredictorConfig:
             want = type(getattr(defaults, k))
             if isinstance(v, bool) or not isinstance(v, (int, float)) or (want is int and not float(v).is_integer()):
                 raise ValueError(f"predictor setting {k}={v!r} is not a{'n integer' if want is int else ' number'}")
+            if v < 0:
+                raise ValueError(f"predictor setting {k}={v!r} is negative; every setting is 0 or more "
+                                 f"(the default: {getattr(defaults, k)!r})")
         values: dict[str, Any] = {k: want_cast(getattr(defaults, k), v) for k, v in data.items()}
         return replace(defaults, **values)
 
@@ -292,18 +295,18 @@ class FittedModel:
         above = {t.pipeline.id: t for t in self.at(p.with_sizes(batch_size=hi)) if ruled(t)}
         out = {}
         for pid in below.keys() & above.keys():
-            rule = rules[below[pid].pipeline.kernel]
-            w = self._split_weight(rule, p, lo, hi, below[pid], above[pid])
-            if w is not None:
-                out[pid] = _log_between(below[pid], above[pid], min(max(w, 0.0), 1.0))
+            w = self._split_weight(rules[below[pid].pipeline.kernel], p, lo, hi, below[pid], above[pid])
+            out[pid] = _log_between(below[pid], above[pid], min(max(w, 0.0), 1.0))
         return out
 
     def _split_weight(self, rule: SplitRule, p: AttentionProblem, lo: int, hi: int,
-                      below: Timing, above: Timing) -> float | None:
-        """Where p's batch lies from row lo (0) to row hi (1) in log time; None: not the rule's to say.
-        "resident": by log batch (the total work), but at least 1 + resident_step x (the busiest SM's
-        load over lo's - 1) times lo's time: BF16 XQA, FA2-TC and cuDNN just past one wave, where a
-        second CTA joins the first on some SMs (H200: 1.38-1.55x; benchmarks/results/resident-rule/)."""
+                      below: Timing, above: Timing) -> float:
+        """Where p's batch lies from row lo (0) to row hi (1) in log time (clamped to [0, 1] by the caller).
+        "resident": by log batch (the total work), but where the busiest SM's load rises from lo's (just
+        past one wave: a second CTA joins the first on some SMs; or where the split count falls) at least
+        1 + resident_step x (that rise - 1) times lo's time, hi's at most. Measured on the H200 just past
+        one wave at equal KV: BF16 XQA 1.41-1.44x, cuDNN 1.46-1.51x, FA2-TC with BF16 KV 1.22-1.38x
+        (benchmarks/results/resident-rule/)."""
         sizes = (lo, p.batch_size, hi)
         if rule.waves == "resident":
             load = [rule.busiest_sm(n, p.num_kv_heads, p.max_kv_len, self.sm_count) for n in sizes]

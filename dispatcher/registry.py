@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 import os
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -137,7 +138,7 @@ def _spec(entry: dict[str, Any], source: str) -> KernelSpec:
             if k in default and default[k][0] != values[0]:
                 raise RegistryError(f"{where}: tune.{kind}.{k} must start with the kernel's default "
                                     f"{default[k][0]!r} (the first of tactics.{kind}.{k}), not {values[0]!r}")
-    split_kv = tuple((dt, _split_rule(rule, f"{where}: split_kv.{dt}"))
+    split_kv = tuple((dt, _split_rule(rule, f"{where}: split_kv.{dt}", _tuple(entry.get("compute_capabilities"))))
                      for dt, rule in entry.get("split_kv", {}).items())
     return KernelSpec(
         id=entry["id"], family=entry["family"], library=entry.get("library", ""),
@@ -155,19 +156,34 @@ def _spec(entry: dict[str, Any], source: str) -> KernelSpec:
     )
 
 
-def _split_rule(rule: dict[str, Any], where: str) -> SplitRule:
+SPLIT_WAVES = ("whole", "shared", "resident")
+
+
+def _split_rule(rule: dict[str, Any], where: str, capabilities: tuple[int, ...] | None) -> SplitRule:
     names = {"sm_multiple", "factor", "tile", "waves", "compute_capability"}
     if not isinstance(rule, dict):
         raise RegistryError(f"{where} must be a table of {', '.join(sorted(names))}, not {rule!r}")
     if set(rule) - names:
         raise RegistryError(f"{where}: {sorted(set(rule) - names)[0]!r} is not a field; the fields are "
                             f"{', '.join(sorted(names))}")
-    out = SplitRule(**rule)
-    if (out.sm_multiple < 0 or out.factor <= 0 or out.tile < 1 or out.compute_capability < 0
-            or out.waves not in ("whole", "shared", "resident")):
-        raise RegistryError(f"{where}: sm_multiple must be 0 (never splits) or more, tile at least 1, factor above 0, "
-                            f"compute_capability 0 or more and waves 'whole', 'shared' or 'resident', not {rule!r}")
-    return out
+    checks: dict[str, tuple[Callable[[Any], bool], str]] = {   # field: (holds, what it must be)
+        "sm_multiple": (lambda v: _whole(v) and v >= 0, "a whole number, 0 (never splits) or more"),
+        "factor": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0, "a number above 0"),
+        "tile": (lambda v: _whole(v) and v >= 1, "a whole number of tokens, 1 or more"),
+        "waves": (lambda v: v in SPLIT_WAVES, "one of " + ", ".join(repr(w) for w in SPLIT_WAVES)),
+        "compute_capability": (lambda v: _whole(v) and (v == 0 or capabilities is None or v in capabilities),
+                               "0 (any) or one of the kernel's compute_capabilities "
+                               f"{', '.join(map(str, capabilities or ()))} (90 for SM90)"),
+    }
+    for name, value in rule.items():
+        holds, must = checks[name]
+        if not holds(value):
+            raise RegistryError(f"{where}: {name} = {value!r} must be {must}")
+    return SplitRule(**rule)
+
+
+def _whole(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _read(path: Path) -> list[dict[str, Any]]:

@@ -59,6 +59,8 @@ def test_the_predictor_settings_round_trip_and_bad_ones_name_themselves(tmp_path
         PredictorConfig.from_dict({"twin": 1})
     with pytest.raises(ValueError, match="k_nearest=2.5 is not an integer"):
         PredictorConfig.from_dict({"k_nearest": 2.5})
+    with pytest.raises(ValueError, match=r"resident_step=-1 is negative; every setting is 0 or more \(the default"):
+        PredictorConfig.from_dict({"resident_step": -1})
     path.write_text("[1, 2]")
     with pytest.raises(ValueError, match="is not a JSON object of settings"):
         PredictorConfig.from_file(path)

@@ -110,9 +110,13 @@ def test_a_bad_split_rule_names_the_kernel_and_the_field(tmp_path):
     with pytest.raises(RegistryError, match=r"kernel 'trtllm-xqa' in .*: split_kv.fp8: 'factr' is not a field; "
                                             r"the fields are compute_capability, factor, sm_multiple, tile, waves"):
         load_registry(str(extra))
-    extra.write_text('[[kernel]]\nid = "trtllm-xqa"\nsplit_kv.fp8 = {sm_multiple = 3, waves = "both"}\n')
-    with pytest.raises(RegistryError, match=r"split_kv.fp8: .*waves 'whole', 'shared' or 'resident', not "):
-        load_registry(str(extra))
+    for bad, why in [('waves = "both"', "waves = 'both' must be one of 'whole', 'shared', 'resident'"),
+                     ('sm_multiple = "3"', "sm_multiple = '3' must be a whole number, 0 .never splits. or more"),
+                     ("compute_capability = 9", "compute_capability = 9 must be 0 .any. or one of the kernel's "
+                                                "compute_capabilities 90, 120, 121 .90 for SM90.")]:
+        extra.write_text(f'[[kernel]]\nid = "trtllm-xqa"\nsplit_kv.fp8 = {{tile = 64, {bad}}}\n')
+        with pytest.raises(RegistryError, match=r"kernel 'trtllm-xqa' in .*: split_kv.fp8: " + why):
+            load_registry(str(extra))
 
 
 @pytest.mark.parametrize("heads, batch, kv, refused", [
