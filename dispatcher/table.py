@@ -28,15 +28,28 @@ class Ranking:
     kept_rule: bool = False         # the rule's pipeline was kept although another measured faster
 
 
+# the rule's pipeline stands against a faster one within this many spreads (the interquartile range of
+# the per-round times): about the medians' standard error with the 8-56 rounds a measurement takes,
+# picked on off-grid seed 1 (benchmarks/results/keep-margin/)
+KEEP_RULE_SPREADS = 0.25
+
+
 def noise_us(a: Timing, b: Timing) -> float:
     """Two timings closer than this are a tie: the larger measured spread, at least 0.5%."""
     return max(a.spread_us, b.spread_us, 0.005 * min(a.median_us, b.median_us))
 
 
+def keep_margin_us(a: Timing, b: Timing) -> float:
+    """How much faster than the rule's pipeline another must be to replace it: KEEP_RULE_SPREADS of the
+    larger spread, at least 0.5%."""
+    return max(KEEP_RULE_SPREADS * max(a.spread_us, b.spread_us), 0.005 * min(a.median_us, b.median_us))
+
+
 def rank(timings: Iterable[Timing], budget: float, prefer: str | None = None,
          allowed: set[str] | None = None) -> Ranking | None:
     """The winner among accurate timings: the fastest, except that `prefer` (the rule's pipeline)
-    is kept when it is within noise of the fastest; ties otherwise go to the lower median, then id."""
+    is kept when within keep_margin_us of the fastest; ties otherwise go to the lower median, then id.
+    `tie`: the winner is within noise (the larger spread) of the fastest or the runner-up."""
     usable, over = [], []
     for t in timings:
         if allowed is not None and t.pipeline.id not in allowed:
@@ -52,7 +65,7 @@ def rank(timings: Iterable[Timing], budget: float, prefer: str | None = None,
     winner, tie, kept_rule = best, False, False
     if prefer and prefer != best.pipeline.id:
         kept = next((t for t in usable if t.pipeline.id == prefer), None)
-        if kept is not None and kept.median_us - best.median_us <= noise_us(best, kept):
+        if kept is not None and kept.median_us - best.median_us <= keep_margin_us(best, kept):
             winner, tie, kept_rule = kept, True, True
     others = [t for t in usable if t is not winner]
     runner = others[0] if others else None

@@ -1,0 +1,69 @@
+"""The learned model's settings in one value (PredictorConfig), a JSON file for
+`tuner evaluate --predictor-config`; dispatcher.predictor reads them."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class PredictorConfig:
+    """Every setting of the learned model. The defaults were picked on two H200 grids (2026-12-03c,
+    -04b) and are reported on three others (benchmarks/results/predictor-2026-12-05/)."""
+    k_nearest: int = 6            # measured points a local plane is fitted through
+    ridge: float = 1e-3           # so that a size that does not vary (q_len in decode) costs nothing
+    support_near: int = 3         # nearest measured shapes a pipeline must mostly have run at
+    batch_step: float = 2.0       # decode: one octave of batch counts as this many octaves of KV
+    split_weight: float = 1.0     # decode: log2(SMs / (batch x KV heads)) above 1, the kernels' split-KV room
+    wave_weight: float = 1.0      # decode: log2(batch x KV heads / SMs) above 1, the waves of work
+    twin_weight: float = 0.5      # weight of the page-size twin's ratio, where it agrees
+    twin_agree: float = 0.1       # mean |log ratio difference| at the nearest shapes for it to agree
+    twin_check: int = 6           # nearest measured shapes that check it
+    kv_line_from: int = 8192      # the shorter bracketing KV length: below it launch costs bend the line
+    kv_line_span: int = 8         # the longer one at most this many times the shorter
+    between_rows: int = 0         # 1: a batch size never measured is read between the measured ones either side
+    skew_weight: float = 1.0      # one octave of longest-over-mean counts as this many octaves of KV
+    unsplit_waves: float = 1.9    # decode: batch x KV heads over SMs from which FA2's plan leaves requests unsplit
+    longest_alone_waves: float = 2.0   # decode: from here XQA's longest request costs as if run alone, after the rest
+    split_rows: int = 1           # 1: kernels with a split_kv rule read an unmeasured decode batch by work per SM
+    ragged_spread: float = 4.0    # a mixed batch read from uniform ones carries this many times their spread:
+                                  # rougher than a measurement, so a rule's choice stands within more of it
+    resident_step: float = 0.4    # decode, "resident" split rules: twice the busiest SM's load costs 1 + this
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PredictorConfig:
+        known = {f.name: f.type for f in fields(cls)}
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise ValueError(f"predictor setting {unknown[0]!r} is unknown; the settings are {', '.join(known)}")
+        defaults = cls()
+        for k, v in data.items():
+            want = type(getattr(defaults, k))
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or (want is int and not float(v).is_integer()):
+                raise ValueError(f"predictor setting {k}={v!r} is not a{'n integer' if want is int else ' number'}")
+            if v < 0:
+                raise ValueError(f"predictor setting {k}={v!r} is negative; every setting is 0 or more "
+                                 f"(the default: {getattr(defaults, k)!r})")
+        values: dict[str, Any] = {k: want_cast(getattr(defaults, k), v) for k, v in data.items()}
+        return replace(defaults, **values)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> PredictorConfig:
+        try:
+            data = json.loads(Path(path).read_text())
+        except OSError as e:
+            raise ValueError(f"predictor config {str(path)!r} cannot be read ({e.strerror})") from None
+        except json.JSONDecodeError as e:
+            raise ValueError(f"predictor config {str(path)!r} is not JSON ({e.msg})") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"predictor config {str(path)!r} is not a JSON object of settings")
+        return cls.from_dict(data)
+
+
+def want_cast(default: object, value: float) -> int | float:
+    return int(value) if isinstance(default, int) else float(value)
