@@ -21,8 +21,8 @@ for key, base in rows:
     if d is None:
         continue
     best = min(ms, key=lambda m: m[1])
-    n = c.execute("select count(distinct pipeline) from tactic_trials where problem_key = ? and base = "
-                  "?", [key, base]).fetchone()[0]
+    n = c.execute("select count(distinct pipeline) from tactic_trials where problem_key = ? and base = ? "
+                  "and status not like 'refused%'", [key, base]).fetchone()[0]
     out.append((d[5], d[3], d[4], d[1], best[0], best[1], d[1] / best[1], n, d[2], best[2]))
 for kv, b, L, du, bp, bu, s, n, ds, bs in sorted(out):
     tie = " (within spread)" if du - bu <= max(ds, bs) else ""

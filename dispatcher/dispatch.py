@@ -13,7 +13,7 @@ from .predictor import Predictor, PredictorConfig
 from .problem import AttentionProblem
 from .registry import KernelSpec, ineligible_kernels, load_registry, tactic_reasons
 from .rules import DEFAULT_RULE, RULES, rule_pick
-from .table import Ranking, Table, rank
+from .table import KEEP_RULE_SPREADS, Ranking, Table, rank
 
 CACHE_LIMIT = 65536   # distinct buckets remembered; bounded so hostile traffic cannot grow memory
 MISS_LIMIT = 4096     # distinct missed cells counted between flushes
@@ -126,10 +126,12 @@ class Dispatcher:
             at = self.table.measured_at.get(p, p)
             return self._from_ranking(ranking, "measured", budget, f"measured at {_sizes(at)}")
         if self.learned:
-            ranking = rank(self.model.predict(p), budget, pick.id, allowed)
+            rough = self.model.uses_ragged_prior(p)      # its times are estimates: the rule stands within more
+            keep = KEEP_RULE_SPREADS * (self.model.config.ragged_keep if rough else 1.0)
+            ranking = rank(self.model.predict(p), budget, pick.id, allowed, keep)
             if ranking is not None:
                 where = (f"predicted at {_sizes(p)} from uniform batches at the mean, plus the longest "
-                         "request alone where a kernel's time follows it" if self.model.uses_ragged_prior(p)
+                         "request alone where a kernel's time follows it" if rough
                          else f"predicted at {_sizes(p)} from measured neighbours")
                 return self._from_ranking(ranking, "learned", budget, where)
         for near in self.model.neighbours(p):
@@ -152,7 +154,11 @@ class Dispatcher:
     def _from_ranking(self, r: Ranking, source: Source, budget: float, where: str) -> Decision:
         w = r.winner
         why = f"{where}: {w.pipeline.id} {w.median_us:.1f} us"
-        if r.runner_up is not None:
+        if r.passed_rule is not None:
+            why += (f", {r.passed_rule.median_us / w.median_us:.2f}x faster than {self.rule}'s choice "
+                    f"{r.passed_rule.pipeline.id} {r.passed_rule.median_us:.1f} us (within the measured spread, "
+                    f"beyond the keep margin)")
+        if r.runner_up is not None and r.runner_up is not r.passed_rule:
             rel = "tie within noise with" if r.tie else f"{r.runner_up.median_us / w.median_us:.2f}x faster than"
             why += f", {rel} {r.runner_up.pipeline.id} {r.runner_up.median_us:.1f} us"
             if r.kept_rule:

@@ -23,8 +23,8 @@ Settings live in one value (PredictorConfig, a JSON file for `tuner evaluate --p
 
 - ragged_prior(p): a mixed batch where its family has no mixed batch measured: each pipeline from
                 uniform batches, at the mean, plus the longest request alone for kernels whose time
-                follows the longest request (`ragged` in kernels.toml); their spread widened
-                ragged_spread times (an estimate, rougher than a measurement).
+                follows the longest request (`ragged` in kernels.toml). Rough estimates: the
+                dispatcher keeps the rule's choice within ragged_keep times its usual margin.
 
 One rule combines them (FittedModel.predict): ragged_prior's times for a mixed batch of a family
 measured uniform only; between_rows' times where it applies; else a
@@ -298,7 +298,7 @@ class FittedModel:
             else:
                 t = _slower(m, top[pid]) if full and pid in top else m
             if t is not None:
-                out.append(Timing(t.pipeline, t.median_us, t.spread_us * self.config.ragged_spread, t.relerr))
+                out.append(t)
         return out
 
     def at(self, p: AttentionProblem, stepped: bool = True) -> list[Timing]:

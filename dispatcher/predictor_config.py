@@ -28,8 +28,8 @@ class PredictorConfig:
     unsplit_waves: float = 1.9    # decode: batch x KV heads over SMs from which FA2's plan leaves requests unsplit
     longest_alone_waves: float = 2.0   # decode: from here XQA's longest request costs as if run alone, after the rest
     split_rows: int = 1           # 1: kernels with a split_kv rule read an unmeasured decode batch by work per SM
-    ragged_spread: float = 4.0    # a mixed batch read from uniform ones carries this many times their spread:
-                                  # rougher than a measurement, so a rule's choice stands within more of it
+    ragged_keep: float = 4.0      # a mixed batch read from uniform ones (rough estimates): the rule's choice
+                                  # stands within this many times its usual keep margin (table.keep_margin_us)
     resident_step: float = 0.4    # decode, "resident" split rules: twice the busiest SM's load costs 1 + this
 
     def to_dict(self) -> dict[str, Any]:

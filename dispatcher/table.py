@@ -26,6 +26,7 @@ class Ranking:
     tie: bool                       # the winner is within noise of the fastest
     over_budget: tuple[str, ...]    # pipelines passed over for accuracy
     kept_rule: bool = False         # the rule's pipeline was kept although another measured faster
+    passed_rule: Timing | None = None   # the rule's pipeline, within noise of the winner but beyond the keep margin
 
 
 # the rule's pipeline stands against a faster one within this many spreads (the interquartile range of
@@ -39,17 +40,18 @@ def noise_us(a: Timing, b: Timing) -> float:
     return max(a.spread_us, b.spread_us, 0.005 * min(a.median_us, b.median_us))
 
 
-def keep_margin_us(a: Timing, b: Timing) -> float:
-    """How much faster than the rule's pipeline another must be to replace it: KEEP_RULE_SPREADS of the
+def keep_margin_us(a: Timing, b: Timing, spreads: float = KEEP_RULE_SPREADS) -> float:
+    """How much faster than the rule's pipeline another must be to replace it: `spreads` times the
     larger spread, at least 0.5%."""
-    return max(KEEP_RULE_SPREADS * max(a.spread_us, b.spread_us), 0.005 * min(a.median_us, b.median_us))
+    return max(spreads * max(a.spread_us, b.spread_us), 0.005 * min(a.median_us, b.median_us))
 
 
 def rank(timings: Iterable[Timing], budget: float, prefer: str | None = None,
-         allowed: set[str] | None = None) -> Ranking | None:
+         allowed: set[str] | None = None, keep_spreads: float = KEEP_RULE_SPREADS) -> Ranking | None:
     """The winner among accurate timings: the fastest, except that `prefer` (the rule's pipeline)
-    is kept when within keep_margin_us of the fastest; ties otherwise go to the lower median, then id.
-    `tie`: the winner is within noise (the larger spread) of the fastest or the runner-up."""
+    is kept when within keep_margin_us(keep_spreads) of the fastest; ties otherwise go to the lower
+    median, then id. `tie`: the winner is within noise (the larger spread) of the fastest or the
+    runner-up; `passed_rule`: the rule's pipeline where it was within noise but beyond the margin."""
     usable, over = [], []
     for t in timings:
         if allowed is not None and t.pipeline.id not in allowed:
@@ -62,16 +64,18 @@ def rank(timings: Iterable[Timing], budget: float, prefer: str | None = None,
         return None
     usable.sort(key=lambda t: (t.median_us, t.pipeline.id))
     best = usable[0]
-    winner, tie, kept_rule = best, False, False
+    winner, tie, kept_rule, passed = best, False, False, None
     if prefer and prefer != best.pipeline.id:
         kept = next((t for t in usable if t.pipeline.id == prefer), None)
-        if kept is not None and kept.median_us - best.median_us <= keep_margin_us(best, kept):
+        if kept is not None and kept.median_us - best.median_us <= keep_margin_us(best, kept, keep_spreads):
             winner, tie, kept_rule = kept, True, True
+        elif kept is not None and kept.median_us - best.median_us <= noise_us(best, kept):
+            passed = kept
     others = [t for t in usable if t is not winner]
     runner = others[0] if others else None
     if runner is not None and not tie:
         tie = runner.median_us - winner.median_us <= noise_us(winner, runner)
-    return Ranking(winner, runner, tie, tuple(sorted(over)), kept_rule)
+    return Ranking(winner, runner, tie, tuple(sorted(over)), kept_rule, passed)
 
 
 def one_cell(cell: AttentionProblem, measured: dict[AttentionProblem, dict[str, Timing]]) -> list[Timing]:

@@ -69,7 +69,7 @@ def test_never_returns_an_ineligible_kernel():
     assert d.choose(p).pipeline == XQA.id
 
 
-def test_ties_within_noise_keep_the_rules_choice():
+def test_the_rules_choice_stands_within_half_a_percent_without_a_spread():
     p = small(**SCOUT, kv_dtype="fp8", out_dtype="bf16")
     rule_pick = Pipeline("trtllm-xqa", "bf16", "fp8", "bf16", tactic=(("enable_pdl", True),))
     other = Pipeline("fa2-tc", "bf16", "fp8", "bf16", tactic=(("fixed_split_size", 0),))
@@ -94,11 +94,17 @@ def test_the_rule_stands_within_a_quarter_of_the_spread_not_all_of_it():
         return Dispatcher(t, H200).choose(p).pipeline
     assert chosen(10.5) == pdl_off.id          # 5% slower: within its spread (8%), beyond a quarter of it
     assert chosen(10.15) == pdl_on.id          # 1.5% slower: the rule's choice stands
+    t = Table()
+    t.add(p.cell(), Timing(pdl_on, 10.5, 0.8, 0.003))
+    t.add(p.cell(), Timing(pdl_off, 10.0, 0.8, 0.003))
+    why = Dispatcher(t, H200).choose(p).reason
+    assert "1.05x faster than vllm-0.33's choice trtllm-xqa[enable_pdl=true] 10.5 us (within the measured " \
+           "spread, beyond the keep margin)" in why and "tie" not in why, why
 
 
 def test_a_mixed_batch_read_from_uniform_ones_keeps_the_rule_within_its_wider_spread():
-    # no mixed batch measured in the family: the prior's times are estimates, their spread ragged_spread
-    # times the uniform batches', so the rule's choice stands where a measured cell's would not
+    # no mixed batch measured in the family: the prior's times are estimates, so the rule's choice stands
+    # within ragged_keep times the usual margin, where a measured cell's would not
     from dispatcher.predictor import PredictorConfig
     pdl_on = Pipeline("trtllm-xqa", "bf16", "bf16", "bf16", tactic=(("enable_pdl", True),))
     pdl_off = Pipeline("trtllm-xqa", "bf16", "bf16", "bf16", tactic=(("enable_pdl", False),))
@@ -111,7 +117,7 @@ def test_a_mixed_batch_read_from_uniform_ones_keeps_the_rule_within_its_wider_sp
             t.add(cell, Timing(pdl_off, us, 0.06 * us, 0.003))
     mixed = small(**SCOUT, kv_dtype="bf16", out_dtype="bf16", batch_size=16, kv_len=2048, max_kv_len=8192)
     assert Dispatcher(t, H200).choose(mixed).pipeline == pdl_on.id
-    assert Dispatcher(t, H200, predictor=PredictorConfig(ragged_spread=1)).choose(mixed).pipeline == pdl_off.id
+    assert Dispatcher(t, H200, predictor=PredictorConfig(ragged_keep=1)).choose(mixed).pipeline == pdl_off.id
     assert Dispatcher(t, H200).choose(mixed.with_sizes(max_kv_len=2048)).pipeline == pdl_off.id   # uniform
 
 
