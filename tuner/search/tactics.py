@@ -74,21 +74,17 @@ def tune(base: Pipeline, space: dict[str, tuple], grid_knobs: set[str],
         pipe = replace(base, tactic=canonical(params, space, grid_knobs))
         seen[pipe.id] = pipe
         why = refused(pipe) if refused else []
+        remeasured = not why and pipe.id not in values
         if why:
             values[pipe.id] = math.inf
-            result.trials.append({"number": trial.number, "params": json.dumps(params, sort_keys=True),
-                                  "pipeline": pipe.id, "value_us": None, "status": f"refused: {why[0]}",
-                                  "remeasured": 0})
-            return math.inf
-        remeasured = pipe.id not in values
-        if remeasured:
+        elif remeasured:
             row = measure([pipe])[0]
             latest[pipe.id] = row
             values[pipe.id] = row["median_us"] if row["status"] == "ok" else math.inf
+        status = f"refused: {why[0]}" if why else latest[pipe.id]["status"] if pipe.id in latest else "ok"
         result.trials.append({"number": trial.number, "params": json.dumps(params, sort_keys=True),
                               "pipeline": pipe.id, "value_us": _finite(values[pipe.id]),
-                              "status": latest[pipe.id]["status"] if pipe.id in latest else "ok",
-                              "remeasured": int(remeasured)})
+                              "status": status, "remeasured": int(remeasured)})
         return values[pipe.id]
 
     # the grid sampler walks every point on its own, besides the enqueued default (measured once)
