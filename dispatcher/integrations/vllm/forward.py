@@ -43,9 +43,8 @@ def wrap_forward(original: Callable[..., Any], backend: Any) -> Callable[..., An
     @functools.wraps(original)
     def forward(self: Any, layer: Any, query: Any, key: Any, value: Any, kv_cache: Any, attn_metadata: Any,
                 output: Any, output_scale: Any = None, output_block_scale: Any = None) -> Any:
-        import torch
-        if (output_scale is None or attn_metadata is None or output.dtype != torch.float8_e4m3fn
-                or not runs_fp8_output(self)):
+        if (output_scale is None or attn_metadata is None or not runs_fp8_output(self)
+                or not is_fp8(output)):         # the common case first, without a torch lookup per call
             return original(self, layer, query, key, value, kv_cache, attn_metadata, output, output_scale,
                             output_block_scale)
         if layer._o_scale_float is None:
@@ -56,6 +55,7 @@ def wrap_forward(original: Callable[..., Any], backend: Any) -> Callable[..., An
                 return original(self, layer, query, key, value, kv_cache, attn_metadata, output)
             finally:
                 xqa_o_scale.reset(token)
+        import torch
         staged = torch.empty(output.shape, dtype=query.dtype, device=output.device)
         original(self, layer, query, key, value, kv_cache, attn_metadata, staged)
         n = attn_metadata.num_actual_tokens
@@ -73,6 +73,11 @@ def runs_fp8_output(impl: Any) -> bool:
         handles = xqa_could_write_fp8(impl)
         setattr(impl, HANDLES, handles)
     return bool(handles)
+
+
+def is_fp8(t: Any) -> bool:
+    import torch
+    return bool(t.dtype == torch.float8_e4m3fn)
 
 
 def xqa_decodes_only(metadata: Any, backend: Any) -> bool:
