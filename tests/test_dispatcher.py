@@ -80,24 +80,23 @@ def test_the_rules_choice_stands_within_half_a_percent_without_a_spread():
     assert d2.choose(p).pipeline == other.id
 
 
+PDL_ON = Pipeline("trtllm-xqa", "bf16", "bf16", "bf16", tactic=(("enable_pdl", True),))     # vLLM 0.33's
+PDL_OFF = Pipeline("trtllm-xqa", "bf16", "bf16", "bf16", tactic=(("enable_pdl", False),))
+
+
 def test_the_rule_stands_within_a_quarter_of_the_spread_not_all_of_it():
     # BF16 XQA at batch 1 on the H200: PDL off measured 3-13% faster than on (vLLM 0.33's choice) in
     # every cell, with an interquartile range of 4-9% per round; the median is far steadier than that
     p = small(**SCOUT, kv_dtype="bf16", out_dtype="bf16")
-    pdl_on = Pipeline("trtllm-xqa", "bf16", "bf16", "bf16", tactic=(("enable_pdl", True),))
-    pdl_off = Pipeline("trtllm-xqa", "bf16", "bf16", "bf16", tactic=(("enable_pdl", False),))
 
-    def chosen(on_us: float) -> str:
+    def decision(on_us: float):
         t = Table()
-        t.add(p.cell(), Timing(pdl_on, on_us, 0.8, 0.003))
-        t.add(p.cell(), Timing(pdl_off, 10.0, 0.8, 0.003))
-        return Dispatcher(t, H200).choose(p).pipeline
-    assert chosen(10.5) == pdl_off.id          # 5% slower: within its spread (8%), beyond a quarter of it
-    assert chosen(10.15) == pdl_on.id          # 1.5% slower: the rule's choice stands
-    t = Table()
-    t.add(p.cell(), Timing(pdl_on, 10.5, 0.8, 0.003))
-    t.add(p.cell(), Timing(pdl_off, 10.0, 0.8, 0.003))
-    why = Dispatcher(t, H200).choose(p).reason
+        t.add(p.cell(), Timing(PDL_ON, on_us, 0.8, 0.003))
+        t.add(p.cell(), Timing(PDL_OFF, 10.0, 0.8, 0.003))
+        return Dispatcher(t, H200).choose(p)
+    assert decision(10.5).pipeline == PDL_OFF.id    # 5% slower: within its spread (8%), beyond a quarter of it
+    assert decision(10.15).pipeline == PDL_ON.id    # 1.5% slower: the rule's choice stands
+    why = decision(10.5).reason
     assert "1.05x faster than vllm-0.33's choice trtllm-xqa[enable_pdl=true] 10.5 us (within the measured " \
            "spread, beyond the keep margin)" in why and "tie" not in why, why
 
@@ -106,19 +105,17 @@ def test_a_mixed_batch_read_from_uniform_ones_keeps_the_rule_within_its_wider_sp
     # no mixed batch measured in the family: the prior's times are estimates, so the rule's choice stands
     # within ragged_keep times the usual margin, where a measured cell's would not
     from dispatcher.predictor import PredictorConfig
-    pdl_on = Pipeline("trtllm-xqa", "bf16", "bf16", "bf16", tactic=(("enable_pdl", True),))
-    pdl_off = Pipeline("trtllm-xqa", "bf16", "bf16", "bf16", tactic=(("enable_pdl", False),))
     t = Table()
     for b in (8, 16, 32):
         for kv in (1024, 2048, 4096, 8192, 16384):
             cell = small(**SCOUT, kv_dtype="bf16", out_dtype="bf16", batch_size=b, kv_len=kv).cell()
             us = 5.0 + b * kv / 4000
-            t.add(cell, Timing(pdl_on, 1.05 * us, 0.06 * us, 0.003))
-            t.add(cell, Timing(pdl_off, us, 0.06 * us, 0.003))
+            t.add(cell, Timing(PDL_ON, 1.05 * us, 0.06 * us, 0.003))
+            t.add(cell, Timing(PDL_OFF, us, 0.06 * us, 0.003))
     mixed = small(**SCOUT, kv_dtype="bf16", out_dtype="bf16", batch_size=16, kv_len=2048, max_kv_len=8192)
-    assert Dispatcher(t, H200).choose(mixed).pipeline == pdl_on.id
-    assert Dispatcher(t, H200, predictor=PredictorConfig(ragged_keep=1)).choose(mixed).pipeline == pdl_off.id
-    assert Dispatcher(t, H200).choose(mixed.with_sizes(max_kv_len=2048)).pipeline == pdl_off.id   # uniform
+    assert Dispatcher(t, H200).choose(mixed).pipeline == PDL_ON.id
+    assert Dispatcher(t, H200, predictor=PredictorConfig(ragged_keep=1)).choose(mixed).pipeline == PDL_OFF.id
+    assert Dispatcher(t, H200).choose(mixed.with_sizes(max_kv_len=2048)).pipeline == PDL_OFF.id   # uniform
 
 
 def test_import_dispatcher_is_light():
