@@ -36,8 +36,11 @@ def spread(rng: random.Random, b: int) -> list[int]:
     return [top] + [max(1, int(top * rng.uniform(0.05, 1.0))) for _ in range(b - 1)]
 
 
+TAIL_SHORT, TAIL_LONG = (500, 3000), (16384, 40960)      # a tail batch's two kinds of request
+
+
 def tail(rng: random.Random, b: int) -> list[int]:
-    return [rng.randint(16384, 40960) if rng.random() < 0.1 else rng.randint(500, 3000) for _ in range(b)]
+    return [rng.randint(*TAIL_LONG) if rng.random() < 0.1 else rng.randint(*TAIL_SHORT) for _ in range(b)]
 
 
 KINDS = {"one-long": one_long, "spread": spread, "tail": tail}

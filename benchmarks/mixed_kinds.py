@@ -11,37 +11,33 @@ import json
 import math
 from collections import defaultdict
 
-from dispatcher.dispatch import Dispatcher, default_timing_mode, read_rows
-from dispatcher.policy import max_relerr
-from dispatcher.registry import load_registry
+from mixed import TAIL_LONG, TAIL_SHORT  # how benchmarks/mixed.py draws a tail batch
+
+from dispatcher.dispatch import default_timing_mode, read_rows
 from dispatcher.table import measured_problems
-from tuner.analysis.evaluate import load_table
+from tuner.analysis.evaluate import load_table, overall, score
 
 
 def kind(lengths: list[int]) -> str:
-    """one-long: one request at half the longest or more; tail: every request short (<= 3000) or long
-    (16k-40k), as mixed.tail draws them; spread: the rest."""
+    """one-long: one request at half the longest or more; tail: every request of mixed.tail's short or
+    long range; spread: the rest."""
     top = max(lengths)
     if sum(1 for n in lengths if n >= top / 2) == 1:
         return "one-long"
-    return "tail" if all(n <= 3000 or 16384 <= n <= 40960 for n in lengths) else "spread"
+    ranges = (TAIL_SHORT, TAIL_LONG)
+    return "tail" if all(any(lo <= n <= hi for lo, hi in ranges) for n in lengths) else "spread"
 
 
-def regrets(db: str, dispatcher: Dispatcher) -> dict[tuple[str, str], list[float]]:
-    device = dispatcher.device
+def by_kind(db: str, device) -> dict[tuple[str, str], dict]:
+    """The set's mixed batches (problem -> measured timings), grouped by (kind, KV dtype)."""
     rows = read_rows(db, device, default_timing_mode(device))
     lengths = {(r["num_qo_heads"], r["kv_dtype"], r["out_dtype"], r["batch_size"], r["kv_len"], r["max_kv_len"]):
                json.loads(r["lengths"]) for r in rows if r["lengths"]}
-    out: dict[tuple[str, str], list[float]] = defaultdict(list)
+    out: dict[tuple[str, str], dict] = defaultdict(dict)
     for p, timings in measured_problems(rows).items():
         lens = lengths.get((p.num_qo_heads, p.kv_dtype, p.out_dtype, p.batch_size, p.kv_len, p.max_kv_len))
-        if p.skew <= 1 or lens is None:
-            continue
-        budget = max_relerr(p.kv_dtype, p.out_dtype)
-        ok = {pid: t for pid, t in timings.items() if t.relerr is None or t.relerr <= budget}
-        chosen = ok.get(dispatcher.choose(p).pipeline)
-        if chosen is not None:
-            out[(kind(lens), p.kv_dtype)].append(chosen.median_us / min(t.median_us for t in ok.values()))
+        if p.skew > 1 and lens is not None:
+            out[(kind(lens), p.kv_dtype)][p] = timings
     return out
 
 
@@ -52,16 +48,17 @@ def main() -> None:
     ap.add_argument("--device", default="NVIDIA H200")
     args = ap.parse_args()
     table, device = load_table(args.db, args.device)
-    dispatcher = Dispatcher(table, device, load_registry(), learned=True)
     print("| set | kind | KV | batches | regret gm | max | share of the set's log regret |")
     print("|---|---|---|---|---|---|---|")
     for db in args.sets:
-        got = regrets(db, dispatcher)
-        total = sum(math.log(r) for rs in got.values() for r in rs) or 1.0
-        for (k, kv), rs in sorted(got.items()):
-            logs = sum(math.log(r) for r in rs)
-            print(f"| {db.rsplit('/', 1)[-1]} | {k} | {kv} | {len(rs)} | {math.exp(logs / len(rs)):.4f} | "
-                  f"{max(rs):.3f} | {logs / total:.2f} |")
+        # tuner evaluate's own scoring (tuner.analysis.evaluate.score), pooled per group
+        got = {g: overall(score(table, held, device, ("learned",)))["learned"]
+               for g, held in by_kind(db, device).items()}
+        logs = {g: r["n"] * math.log(r["regret_geomean"]) for g, r in got.items()}
+        total = sum(logs.values()) or 1.0
+        for (k, kv), r in sorted(got.items()):
+            print(f"| {db.rsplit('/', 1)[-1]} | {k} | {kv} | {r['n']} | {r['regret_geomean']:.4f} | "
+                  f"{r['regret_max']:.3f} | {logs[(k, kv)] / total:.2f} |")
 
 
 if __name__ == "__main__":
