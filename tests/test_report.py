@@ -31,3 +31,29 @@ def test_report_on_an_empty_database_says_so(tmp_path):
     r = subprocess.run([sys.executable, "-m", "tuner", "report", "--db", str(tmp_path / "e.db"), "--device", "cpu",
                         "--out", str(tmp_path / "rep")], capture_output=True, text=True)
     assert r.returncode != 0 and "no ok measurements" in r.stderr
+
+
+def test_evaluate_plot_draws_every_scored_shape_and_keeps_stdout_json(swept_db, tmp_path):
+    import json
+    out = tmp_path / "ev"
+    r = subprocess.run([sys.executable, "-m", "tuner", "evaluate", "--db", str(swept_db[0]), "--device", "cpu",
+                        "--holdout", "0.5", "--json", "--plot", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads(r.stdout)                          # the page's path goes to stderr, not into the JSON
+    assert f"plots: {out / 'index.html'}" in r.stderr
+    saved = json.loads((out / "evaluation.json").read_text())
+    for cfg, ms in res["configs"].items():              # every scored shape is saved with its sizes and regret
+        shapes = saved["configs"][cfg]["learned"]["shapes"]
+        assert len(shapes) == ms["learned"]["n"] and "shapes" not in ms["learned"]
+        assert all(s["regret"] >= 1.0 and {"batch_size", "kv_len", "rules"} <= set(s) for s in shapes)
+    text = (out / "index.html").read_text()
+    pngs = sorted(p.name for p in out.glob("*.png"))
+    assert "regret.png" in pngs and len(pngs) == 1 + len(res["configs"])
+    assert sorted(re.findall(r'src="([^"]+)"', text)) == pngs
+    assert all((out / p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+
+
+def test_evaluate_plot_refuses_a_replay_it_cannot_draw(swept_db, tmp_path):
+    r = subprocess.run([sys.executable, "-m", "tuner", "evaluate", "--db", str(swept_db[0]), "--device", "cpu",
+                        "--adaptive", "0.5", "--plot", str(tmp_path / "ev")], capture_output=True, text=True)
+    assert r.returncode != 0 and "--plot draws a hold-out" in r.stderr and not (tmp_path / "ev").exists()

@@ -195,6 +195,7 @@ def score(train: Table, held: dict, dev: DeviceInfo, methods, config: PredictorC
         cands = candidates(registry, b, dev)
         rule_t = {r: measured.get(getattr(rule_pick(r, b, dev, registry, cands)[0], "id", None)) for r in RULES}
         g = rows[config_of(b)]
+        rule_regret = {r: rt.median_us / oracle.median_us for r, rt in rule_t.items() if rt is not None}
         for m in methods:
             if m == "rounded":
                 pid = rounded_choice(train, b, budget)
@@ -210,6 +211,7 @@ def score(train: Table, held: dict, dev: DeviceInfo, methods, config: PredictorC
                 continue
             g[f"{m}:regret"].append(chosen.median_us / oracle.median_us)
             g[f"{m}:misses"].append(_miss(b, chosen, oracle))
+            g[f"{m}:shapes"].append(_shape(b, chosen.median_us / oracle.median_us, rule_regret))
             for r, rt in rule_t.items():
                 if rt is not None:
                     g[f"{m}:vs:{r}"].append(rt.median_us / chosen.median_us)
@@ -240,6 +242,12 @@ def _miss(b, chosen: Timing, best: Timing) -> dict:
             "best": best.pipeline.id, "best_us": best.median_us}
 
 
+def _shape(b, regret: float, rule_regret: dict[str, float]) -> dict:
+    """One scored shape, for plots (tuner evaluate --plot): its sizes, the method's regret, each rule's."""
+    return {"phase": b.phase, "num_kv_heads": b.num_kv_heads, "batch_size": b.batch_size, "q_len": b.q_len,
+            "kv_len": b.kv_len, "max_kv_len": b.max_kv_len, "regret": regret, "rules": rule_regret}
+
+
 def summarize(g, methods) -> dict:
     out = {}
     for m in methods:
@@ -247,7 +255,7 @@ def summarize(g, methods) -> dict:
         worst = sorted((x for x in g[f"{m}:misses"] if x["regret"] > 1.0), key=lambda x: -x["regret"])[:WORST]
         out[m] = {"n": len(reg), "regret_geomean": geomean(reg), "regret_p95": p95(reg),
                   "regret_max": max(reg, default=float("nan")), "unmeasured_choice": len(g[f"{m}:unmeasured"]),
-                  "worst": worst, "sources": {k.split(":")[-1]: len(v) for k, v in g.items()
+                  "worst": worst, "shapes": g[f"{m}:shapes"], "sources": {k.split(":")[-1]: len(v) for k, v in g.items()
                                               if k.startswith(f"{m}:source:")},
                   **{f"speedup_vs_{r}": geomean(g[f"{m}:vs:{r}"]) for r in RULES},
                   **{f"slower_than_{r}": len(g[f"{m}:slower:{r}"]) for r in RULES},

@@ -10,7 +10,7 @@ from rich.table import Table as RichTable
 
 from dispatcher.rules import DEFAULT_RULE, RULES
 
-from .app import Db, Dev, app, friendly, out, require_db
+from .app import Db, Dev, app, err, friendly, out, require_db
 
 
 @app.command()
@@ -31,7 +31,9 @@ def evaluate(db: Db = None, device: Dev = None,
                                                                "score on every cell of --db it lacks")] = None,
              adaptive: Annotated[Optional[float], typer.Option(help="replay an adaptive search measuring this "
                                                                     "fraction of --db's cells; score on the rest, "
-                                                                    "beside a random sample of the same size")] = None):
+                                                                    "beside a random sample of the same size")] = None,
+             plot: Annotated[Optional[str], typer.Option(help="also write regret plots, every scored shape (JSON) and "
+                                                              "an index.html here (needs matplotlib)")] = None):
     """Regret (chosen / best time) and speedup over the built-in rules: on held-out measured shapes,
     between grid points (--between), or on a measured off-grid set (--offgrid).
 
@@ -46,6 +48,10 @@ def evaluate(db: Db = None, device: Dev = None,
         raise ValueError("give one of --offgrid, --between, --train, --adaptive")
     require_db(db)
     config = PredictorConfig.from_file(predictor_config) if predictor_config else None
+    if plot is not None:
+        if train is not None or adaptive is not None:
+            raise ValueError("--plot draws a hold-out, --between or --offgrid evaluation; leave out --train/--adaptive")
+        _need_matplotlib("tuner evaluate --plot")
     if train is not None or adaptive is not None:
         res = (ev.evaluate_trained(db, train, device, config=config) if train is not None
                else ev.evaluate_adaptive(db, device, adaptive, seed, config=config))
@@ -66,10 +72,18 @@ def evaluate(db: Db = None, device: Dev = None,
     else:
         res = ev.evaluate(db, device, holdout, seed, config=config)
         title = f"{res['device']}: {res['held_out']} of {res['cells']} measured cells held out (seed {seed})"
+    if plot is not None:
+        from ..analysis.evaluation_plots import write_evaluation
+        page = write_evaluation(res, title, plot)
+    for ms in res["configs"].values():         # every shape is in the plot folder's JSON, not on the screen
+        for v in ms.values():
+            v.pop("shapes", None)
     if as_json:
         print(json.dumps(res, indent=1))
-        return
-    _print_scores(title, res)
+    else:
+        _print_scores(title, res)
+    if plot is not None:
+        (err if as_json else out).print(f"plots: {page}", soft_wrap=True)     # stdout stays JSON
 
 
 def _print_scores(title: str, res: dict[str, Any]) -> None:
@@ -131,11 +145,15 @@ def report(db: Db = None, device: Dev = None,
         from ..analysis.report import winner_maps
         print(winner_maps(db, device))
         return
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise ValueError("tuner report --out needs matplotlib: pip install -e '.[report]'") from None
+    _need_matplotlib("tuner report --out")
     from ..analysis.plots import write_report
     print(write_report(db, device, out_dir))
 
 
+
+
+def _need_matplotlib(what: str) -> None:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise ValueError(f"{what} needs matplotlib: pip install -e '.[report]'") from None
