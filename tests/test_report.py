@@ -35,7 +35,7 @@ def test_report_on_an_empty_database_says_so(tmp_path):
 
 def test_evaluate_plot_draws_every_scored_shape_and_keeps_stdout_json(swept_db, tmp_path):
     import json
-    out = tmp_path / "ev"
+    out = tmp_path / "ev[1]"                             # brackets: a path, not console markup
     r = subprocess.run([sys.executable, "-m", "tuner", "evaluate", "--db", str(swept_db[0]), "--device", "cpu",
                         "--holdout", "0.5", "--json", "--plot", str(out)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -57,3 +57,6 @@ def test_evaluate_plot_refuses_a_replay_it_cannot_draw(swept_db, tmp_path):
     r = subprocess.run([sys.executable, "-m", "tuner", "evaluate", "--db", str(swept_db[0]), "--device", "cpu",
                         "--adaptive", "0.5", "--plot", str(tmp_path / "ev")], capture_output=True, text=True)
     assert r.returncode != 0 and "--plot draws a hold-out" in r.stderr and not (tmp_path / "ev").exists()
+    r = subprocess.run([sys.executable, "-m", "tuner", "evaluate", "--db", str(swept_db[0]), "--device", "cpu",
+                        "--adaptive", "0.5"], capture_output=True, text=True)
+    assert r.returncode == 0 and '"adaptive"' in r.stdout and '"shapes"' not in r.stdout   # rows only for plots

@@ -62,21 +62,21 @@ def load_table(db, device: str | None) -> tuple[Table, DeviceInfo]:
 
 
 def evaluate(db=None, device: str | None = None, holdout: float = 0.2, seed: int = 0,
-             methods=("learned", "nearest"), config: PredictorConfig | None = None) -> dict:
+             methods=("learned", "nearest"), config: PredictorConfig | None = None, shapes: bool = False) -> dict:
     """The grid hold-out: a random `holdout` of the measured cells is left out of the fit and scored."""
     full, dev = load_table(db, device)
     cells = _cells(full, dev, db)
     rng = random.Random(seed)
     held = set(rng.sample(cells, max(1, round(holdout * len(cells)))))
     train = full.subset([c for c in cells if c not in held])
-    configs = score(train, _as_measured(full, held), dev, methods, config)
+    configs = score(train, _as_measured(full, held), dev, methods, config, shapes)
     return {"device": dev.name, "cells": len(cells), "held_out": len(held), "seed": seed,
             "configs": configs, "overall": overall(configs),
             "oracle_vs_rules": oracle_vs_rules(full, dev, load_registry())}
 
 
 def evaluate_between(db=None, device: str | None = None, methods=("learned", "rounded"),
-                     config: PredictorConfig | None = None) -> dict:
+                     config: PredictorConfig | None = None, shapes: bool = False) -> dict:
     """Between grid points, on measured truth: fit on every other measured size of each family
     (batch, q_len and kv_len values of even index), score on the shapes with any size between them.
     "rounded" answers as a bucketed table does: the winner measured at the shape's sizes rounded up to
@@ -91,13 +91,13 @@ def evaluate_between(db=None, device: str | None = None, methods=("learned", "ro
             odd = any(ix[getattr(c, f)] % 2 for ix, f in zip(index, ("batch_size", "q_len", "kv_len")))
             (held if odd else train).append(c)
     fitted = full.subset(train)
-    configs = score(fitted, _as_measured(full, set(held)), dev, methods, config)
+    configs = score(fitted, _as_measured(full, set(held)), dev, methods, config, shapes)
     return {"device": dev.name, "cells": len(cells), "fitted": len(train), "held_out": len(held),
             "configs": configs, "overall": overall(configs)}
 
 
 def evaluate_offgrid(db, offgrid_db, device: str | None = None, methods=("learned",),
-                     config: PredictorConfig | None = None) -> dict:
+                     config: PredictorConfig | None = None, shapes: bool = False) -> dict:
     """Off the grid: fit on `db` (a heuristics.db), choose for each problem measured in `offgrid_db` (a
     seeded set of serving-like shapes, benchmarks/offgrid.py) exactly as asked, and score the choice
     with the times measured there."""
@@ -110,7 +110,7 @@ def evaluate_offgrid(db, offgrid_db, device: str | None = None, methods=("learne
         raise ValueError(f"no ok measurements for {dev.name} in {store.default_path(offgrid_db)}")
     if any(p.skew > 1 for p in measured):         # a mixed-length set: also as the rules key a batch
         methods = (*methods, *(m for m in KEYED if m not in methods))
-    configs = score(full, measured, dev, methods, config)
+    configs = score(full, measured, dev, methods, config, shapes)
     return {"device": dev.name, "offgrid_db": str(offgrid_db), "problems": len(measured),
             "configs": configs, "overall": overall(configs)}
 
@@ -179,9 +179,11 @@ def keyed(p, by: str):
     return p.with_sizes(kv_len=n, max_kv_len=n)
 
 
-def score(train: Table, held: dict, dev: DeviceInfo, methods, config: PredictorConfig | None = None) -> dict:
+def score(train: Table, held: dict, dev: DeviceInfo, methods, config: PredictorConfig | None = None,
+          shapes: bool = False) -> dict:
     """Per configuration: regret of each method's choice on the held-out problems (problem -> its
-    measured timings by pipeline), and its speedup over the rules, from the measured times there."""
+    measured timings by pipeline), and its speedup over the rules, from the measured times there;
+    `shapes`: also every scored shape (for tuner evaluate --plot)."""
     registry = load_registry()
     choosers = {m: Dispatcher(train, dev, registry, learned=(m == "learned" or m in KEYED), predictor=config)
                 for m in methods if m != "rounded"}
@@ -217,7 +219,7 @@ def score(train: Table, held: dict, dev: DeviceInfo, methods, config: PredictorC
                     g[f"{m}:vs:{r}"].append(rt.median_us / chosen.median_us)
                     if chosen.median_us - rt.median_us > noise_us(chosen, rt):
                         g[f"{m}:slower:{r}"].append(chosen.median_us / rt.median_us)
-    return {c: summarize(g, methods) for c, g in sorted(rows.items())}
+    return {c: summarize(g, methods, shapes) for c, g in sorted(rows.items())}
 
 
 def rounded_choice(train: Table, p, budget: float) -> str | None:
@@ -248,18 +250,20 @@ def _shape(b, regret: float, rule_regret: dict[str, float]) -> dict:
             "kv_len": b.kv_len, "max_kv_len": b.max_kv_len, "regret": regret, "rules": rule_regret}
 
 
-def summarize(g, methods) -> dict:
+def summarize(g, methods, shapes: bool = False) -> dict:
     out = {}
     for m in methods:
         reg = g[f"{m}:regret"]
         worst = sorted((x for x in g[f"{m}:misses"] if x["regret"] > 1.0), key=lambda x: -x["regret"])[:WORST]
         out[m] = {"n": len(reg), "regret_geomean": geomean(reg), "regret_p95": p95(reg),
                   "regret_max": max(reg, default=float("nan")), "unmeasured_choice": len(g[f"{m}:unmeasured"]),
-                  "worst": worst, "shapes": g[f"{m}:shapes"], "sources": {k.split(":")[-1]: len(v) for k, v in g.items()
+                  "worst": worst, "sources": {k.split(":")[-1]: len(v) for k, v in g.items()
                                               if k.startswith(f"{m}:source:")},
                   **{f"speedup_vs_{r}": geomean(g[f"{m}:vs:{r}"]) for r in RULES},
                   **{f"slower_than_{r}": len(g[f"{m}:slower:{r}"]) for r in RULES},
                   **{f"worst_vs_{r}": max(g[f"{m}:slower:{r}"], default=1.0) for r in RULES}}
+        if shapes:
+            out[m]["shapes"] = g[f"{m}:shapes"]
     return out
 
 

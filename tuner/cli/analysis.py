@@ -64,13 +64,13 @@ def evaluate(db: Db = None, device: Dev = None,
         print(json.dumps(res, indent=1))
         return
     if offgrid is not None:
-        res = ev.evaluate_offgrid(db, offgrid, device, config=config)
+        res = ev.evaluate_offgrid(db, offgrid, device, config=config, shapes=plot is not None)
         title = f"{res['device']}: {res['problems']} off-grid problems measured in {offgrid}"
     elif between:
-        res = ev.evaluate_between(db, device, config=config)
+        res = ev.evaluate_between(db, device, config=config, shapes=plot is not None)
         title = f"{res['device']}: fitted on {res['fitted']} cells, scored on the {res['held_out']} between them"
     else:
-        res = ev.evaluate(db, device, holdout, seed, config=config)
+        res = ev.evaluate(db, device, holdout, seed, config=config, shapes=plot is not None)
         title = f"{res['device']}: {res['held_out']} of {res['cells']} measured cells held out (seed {seed})"
     if plot is not None:
         from ..analysis.evaluation_plots import write_evaluation
@@ -83,7 +83,7 @@ def evaluate(db: Db = None, device: Dev = None,
     else:
         _print_scores(title, res)
     if plot is not None:
-        (err if as_json else out).print(f"plots: {page}", soft_wrap=True)     # stdout stays JSON
+        (err if as_json else out).print(f"plots: {escape(str(page))}", soft_wrap=True)     # stdout stays JSON
 
 
 def _print_scores(title: str, res: dict[str, Any]) -> None:
