@@ -110,8 +110,10 @@ def test_a_slower_device_is_kept_apart_and_the_report_says_so(tmp_path):
     assert any(n.endswith("[cpu#1]") for n in names) and len(names) == 2
     # each environment holds every problem: the kept-apart device swept the list on its own
     assert c.execute("select count(*) from winners").fetchone()[0] == 4
-    slow = c.execute("select m.median_us from measurements m join environments e on e.id = m.env_id "
-                     "where e.device_name like '%[cpu#1]' and m.pipeline = 'sleeper[ms=12]'").fetchall()
-    fast = c.execute("select m.median_us from measurements m join environments e on e.id = m.env_id "
-                     "where e.device_name not like '%[cpu#1]' and m.pipeline = 'sleeper[ms=12]'").fetchall()
-    assert min(s for (s,) in slow) > 1.5 * max(f for (f,) in fast)
+    # its rows hold its own times: 24 ms of sleep against 12 per problem (a busy CI core adds the same
+    # copy overhead to both, so the difference is compared, not the ratio)
+    times = {}
+    for name, key, us in c.execute("select e.device_name, m.problem_key, m.median_us from measurements m join "
+                                   "environments e on e.id = m.env_id where m.pipeline = 'sleeper[ms=12]'"):
+        times.setdefault(key, {})[name.endswith("[cpu#1]")] = us
+    assert len(times) == 2 and all(t[True] - t[False] > 6000 for t in times.values()), times
