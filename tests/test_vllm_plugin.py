@@ -251,8 +251,8 @@ def check_sm90_decode_per_step_native_for_one_long_request_xqa_for_uniform(v):
 
 
 def check_a_step_outside_full_graphs_may_plan_a_fixed_split(v):
-    """Per step, vLLM's native wrapper is planned afresh: where FA2-TC with a fixed 1024-token split was
-    measured fastest (63 short requests and one of 16000: the long one split in 16 chunks), the plugin
+    """Per step, vLLM's native wrapper is planned afresh: where FA2-TC with a fixed split of 1024 KV pages was
+    measured fastest (63 short requests and one of 16000 tokens, 1000 pages: one chunk each), the plugin
     sets the builder's decode_fixed_split_size for that build; a captured graph never gets one."""
     v.set_capability(9, 0)
     plugin.install(db=str(SHIPPED), device="NVIDIA H200")

@@ -124,7 +124,7 @@ def one_side(v, seq_lens, kv_dtype, fp8_out, with_plugin, q, kv, width):
     path = decode_path(v, step)
     why = plugin.reasons().get("decode group layers.0.attn step", "") if with_plugin else ""
     if path == "native" and "fixed_split_size=1024" in why:
-        path = "native, fixed 1024-token split"
+        path = "native, fixed split of 1024 KV pages"
     return result(), us, path, how
 
 
