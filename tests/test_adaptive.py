@@ -103,8 +103,29 @@ def test_a_search_stopped_early_says_so_and_measures_nothing_more():
             for pipe, us in synthetic(p).items():
                 table.add(p.cell(), Timing(pipe, us, 0.01 * us, 0.001))
     out = adaptive_sweep(GRID, measure, lambda: table, 1 / 3, said.append, stopped=lambda: len(calls) >= 2)
-    assert len(calls) == 2 and out == []                     # the coarse batch and one refinement, then stop
+    assert len(calls) == 2 and out == calls[0] + calls[1]    # the coarse batch and one refinement, then stop
     assert len(said) == 1 and "stopped early" in said[0] and "again to resume" in said[0]
+
+
+def test_a_search_cut_by_a_deadline_has_sampled_every_family():
+    # --max-minutes on a large grid (the --mixed axis): every configuration gets its coarse points before
+    # any is refined, so a cut search leaves none unmeasured (it used to measure the first families fully)
+    fams = [GRID] + [[small(kv_dtype="fp8", out_dtype=o, batch_size=p.batch_size, kv_len=p.kv_len) for p in GRID]
+                     for o in ("bf16", "fp8")]
+    table, calls = Table(), []
+
+    def measure(ps):
+        calls.append(list(ps))
+        for p in ps:
+            for pipe, us in synthetic(p).items():
+                table.add(p.cell(), Timing(pipe, us, 0.01 * us, 0.001))
+    out = adaptive_sweep([p for f in fams for p in f], measure, lambda: table, 1 / 3, stopped=lambda: len(calls) >= 4)
+    assert [len(c) for c in calls] == [6, 6, 6, 4]           # three coarse batches, then the first refinement
+    assert all(any(p in out for p in f) for f in fams) and len(out) == 22
+    again = []                                               # resumed: the rest of each family's budget
+    grid = [p for f in fams for p in f]
+    rest = adaptive_sweep(grid, lambda ps: (again.extend(ps), measure(ps)), lambda: table, 1 / 3)
+    assert len(rest) == 36 == len(set(rest)) and len(again) == 14 and not set(again) & set(out)
 
 
 def test_an_adaptive_sweep_runs_all_its_batches_in_one_worker(tmp_path, cpu, monkeypatch):

@@ -126,41 +126,57 @@ def adaptive_sweep(grid: list[AttentionProblem], measure: Callable[[list[Attenti
                    fit: Callable[[Table], FittedModel] = default_fit,
                    between: bool = False) -> list[AttentionProblem]:
     """Measure at most ceil(fraction x |grid|) points of `grid`, shared between its families (see
-    allocate); returns the points chosen, in order. `measured()` reads back what the store holds
-    (the table the model fits); `stopped()` says the measuring stopped early (a deadline, a cancel):
-    the search ends there, and a rerun resumes it."""
+    allocate); returns the points chosen, in order. Every family's coarse points come first, then the
+    families are refined in turn, a few points each, so that a search cut short (`stopped()`: a
+    deadline such as --max-minutes, a cancel) has sampled every family, not measured the first ones
+    fully and the rest not at all. `measured()` reads back what the store holds (the table the model
+    fits); a rerun resumes a stopped search."""
     if not 0 < fraction <= 1:
         raise ValueError(f"budget fraction {fraction} is out of range; use a fraction in (0, 1], e.g. 0.33")
     families: dict[tuple, list[AttentionProblem]] = defaultdict(list)
     for p in grid:
         families[p.family()].append(p)
-    order = []
     budgets = allocate({f: len(pts) for f, pts in families.items()}, math.ceil(fraction * len(grid)))
+    chosen: dict[tuple, list[AttentionProblem]] = {}
     for fam, pts in families.items():
-        budget = budgets[fam]
         held = measured()
         done = [p for p in pts if held.timings(p.cell())]            # a resumed search counts them
-        coarse = [p for p in farthest_first(pts, max(1, budget // 2)) if p not in done]
+        coarse = [p for p in farthest_first(pts, max(1, budgets[fam] // 2)) if p not in done]
         measure(coarse)
-        chosen = done + coarse
-        while len(chosen) < budget and not stopped():
-            model = fit(measured())
-            rest = [p for p in pts if p not in chosen]
-            if between:
-                rest += [m for m in crossovers(model, model.table.by_family.get(fam, [])) if m not in chosen + rest]
-            if not rest:
-                break
-            ranked = sorted(rest, key=lambda p: doubt(p.cell(), model), reverse=True)
-            nxt = ranked[:min(STEP, budget - len(chosen))]
-            measure(nxt)
-            chosen += nxt
+        chosen[fam] = done + coarse
         if stopped():
-            say(f"adaptive: stopped early in {_name(pts[0])}, {len(order)} points of earlier families done; "
-                "run the same command again to resume")
-            return order
-        say(f"adaptive: {len(chosen)} of {len(pts)} points of {_name(pts[0])}")
-        order += chosen
-    return order
+            return _stopped(say, chosen, "sampling coarsely")
+    active = [fam for fam in families if len(chosen[fam]) < budgets[fam]]
+    while active:
+        model = fit(measured())
+        for fam in list(active):
+            nxt = _refinement(fam, families[fam], chosen[fam], budgets[fam], model, between)
+            if nxt:
+                measure(nxt)
+                chosen[fam] += nxt
+            if not nxt or len(chosen[fam]) >= budgets[fam]:
+                active.remove(fam)
+                say(f"adaptive: {len(chosen[fam])} of {len(families[fam])} points of {_name(families[fam][0])}")
+            if stopped():
+                return _stopped(say, chosen, "refining")
+    return [p for pts in chosen.values() for p in pts]
+
+
+def _refinement(fam: tuple, pts: list[AttentionProblem], chosen: list[AttentionProblem], budget: int,
+                model: FittedModel, between: bool) -> list[AttentionProblem]:
+    """The family's next few points: the unmeasured ones in most doubt (see doubt), up to its budget."""
+    rest = [p for p in pts if p not in chosen]
+    if between:
+        rest += [m for m in crossovers(model, model.table.by_family.get(fam, [])) if m not in chosen + rest]
+    ranked = sorted(rest, key=lambda p: doubt(p.cell(), model), reverse=True)
+    return ranked[:min(STEP, budget - len(chosen))]
+
+
+def _stopped(say: Callable[[str], None], chosen: dict[tuple, list[AttentionProblem]],
+             doing: str) -> list[AttentionProblem]:
+    say(f"adaptive: stopped early while {doing}, {sum(map(len, chosen.values()))} points measured in "
+        f"{len(chosen)} families; run the same command again to resume")
+    return [p for pts in chosen.values() for p in pts]
 
 
 def _name(p: AttentionProblem) -> str:
