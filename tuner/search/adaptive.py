@@ -4,7 +4,8 @@ coarse subset, then refine where the answer is in doubt, until a measurement bud
 The budget is a fraction of the whole grid, shared between families (everything but the sizes) in
 proportion to the square root of their sizes (allocate): a family of 22 prefill points given a third
 of them has too few neighbours for any fit, while a third of a 91-point decode family is plenty.
-Per family:
+Every family's coarse points are measured before any family is refined (a search cut by a deadline
+has sampled them all); then the families are refined in turn, a few points each:
 - coarse: farthest-point sampling in log2(batch, q_len, kv_len), corners first, for half the budget;
 - refine: the unmeasured point whose nearest measured neighbours disagree on the winner, or where
   the learned model's best two pipelines are predicted within noise of each other, is measured
