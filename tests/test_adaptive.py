@@ -158,3 +158,35 @@ def test_with_between_it_measures_off_the_grid_where_neighbours_disagree():
     for p in off:
         assert p.cell() == p and 0.25 <= p.batch_size * p.kv_len / 6000 <= 4    # on the lattice, at the crossover
     assert len(chosen) <= math.ceil(len(GRID) / 2) and len(set(chosen)) == len(chosen)
+
+
+def test_a_rerun_of_a_finished_search_measures_nothing_and_says_each_family():
+    # the off-lattice midpoints it measured count on resume too; a family done by its coarse pass is
+    # reported like the others
+    from tuner.library import adaptive_total
+    one = [small(phase="prefill", q_len=64, kv_len=64, batch_size=1)]
+    table, said = Table(), []
+
+    def measure(ps):
+        for p in ps:
+            for pipe, us in synthetic(p).items():
+                table.add(p.cell(), Timing(pipe, us, 0.01 * us, 0.001))
+    first = adaptive_sweep(GRID + one, measure, lambda: table, 1 / 2, said.append, between=True)
+    assert len(first) == adaptive_total(GRID + one, 1 / 2) == math.ceil(37 / 2)
+    assert any(p not in GRID + one for p in first)             # it measured off the lattice
+    again, said = [], []
+    adaptive_sweep(GRID + one, lambda ps: (again.extend(ps), measure(ps)), lambda: table, 1 / 2, said.append,
+                   between=True)
+    assert again == [] and len(said) == 2 and any("1 of 1 points of prefill" in m for m in said)
+
+
+def test_a_batch_cut_by_the_deadline_is_not_counted_as_measured():
+    table, said = Table(), []
+
+    def measure(ps):                     # the deadline falls after the third point of the coarse batch
+        for p in ps[:3]:
+            for pipe, us in synthetic(p).items():
+                table.add(p.cell(), Timing(pipe, us, 0.01 * us, 0.001))
+    adaptive_sweep(GRID, measure, lambda: table, 1 / 3, said.append, stopped=lambda: True)
+    assert said == ["adaptive: stopped early while sampling coarsely, 3 points measured in 1 families; "
+                    "run the same command again to resume"]

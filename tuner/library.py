@@ -174,10 +174,13 @@ def _adaptive(probs, dev, store, db, timer, opts, registry, on_problem, budget, 
 
 
 def adaptive_total(probs: list[AttentionProblem], budget: float) -> int:
-    """How many problems an adaptive search of `probs` measures (for a progress bar)."""
+    """How many problems an adaptive search of `probs` measures (for a progress bar): its budget as
+    search.adaptive.allocate shares it between the families."""
     import math
+
+    from .search.adaptive import allocate
     fams = Counter(p.family() for p in probs)
-    return sum(max(1, math.ceil(budget * n)) for n in fams.values())
+    return sum(allocate(dict(fams), math.ceil(budget * len(probs))).values())
 
 
 def overview(db=None) -> dict:

@@ -127,7 +127,7 @@ def adaptive_sweep(grid: list[AttentionProblem], measure: Callable[[list[Attenti
                    fit: Callable[[Table], FittedModel] = default_fit,
                    between: bool = False) -> list[AttentionProblem]:
     """Measure at most ceil(fraction x |grid|) points of `grid`, shared between its families (see
-    allocate); returns the points chosen, in order. Every family's coarse points come first, then the
+    allocate); returns the points chosen, family by family. Every family's coarse points come first, then the
     families are refined in turn, a few points each, so that a search cut short (`stopped()`: a
     deadline such as --max-minutes, a cancel) has sampled every family, not measured the first ones
     fully and the rest not at all. `measured()` reads back what the store holds (the table the model
@@ -141,13 +141,18 @@ def adaptive_sweep(grid: list[AttentionProblem], measure: Callable[[list[Attenti
     chosen: dict[tuple, list[AttentionProblem]] = {}
     for fam, pts in families.items():
         held = measured()
-        done = [p for p in pts if held.timings(p.cell())]            # a resumed search counts them
-        coarse = [p for p in farthest_first(pts, max(1, budgets[fam] // 2)) if p not in done]
+        on_grid = {p.cell() for p in pts}                  # a resumed search counts what it measured,
+        done = ([p for p in pts if held.timings(p.cell())]  # off the grid's lattice too
+                + [c for c in held.by_family.get(fam, []) if c not in on_grid])
+        coarse = [p for p in farthest_first(pts, max(1, budgets[fam] // 2) if budgets[fam] else 0) if p not in done]
         measure(coarse)
         chosen[fam] = done + coarse
         if stopped():
-            return _stopped(say, chosen, "sampling coarsely")
+            return _stopped(say, chosen, measured(), "sampling coarsely")
     active = [fam for fam in families if len(chosen[fam]) < budgets[fam]]
+    for fam in families:
+        if fam not in active:
+            say(f"adaptive: {len(chosen[fam])} of {len(families[fam])} points of {_name(families[fam][0])}")
     while active:
         model = fit(measured())
         for fam in list(active):
@@ -159,7 +164,7 @@ def adaptive_sweep(grid: list[AttentionProblem], measure: Callable[[list[Attenti
                 active.remove(fam)
                 say(f"adaptive: {len(chosen[fam])} of {len(families[fam])} points of {_name(families[fam][0])}")
             if stopped():
-                return _stopped(say, chosen, "refining")
+                return _stopped(say, chosen, measured(), "refining")
     return [p for pts in chosen.values() for p in pts]
 
 
@@ -173,10 +178,12 @@ def _refinement(fam: tuple, pts: list[AttentionProblem], chosen: list[AttentionP
     return ranked[:min(STEP, budget - len(chosen))]
 
 
-def _stopped(say: Callable[[str], None], chosen: dict[tuple, list[AttentionProblem]],
+def _stopped(say: Callable[[str], None], chosen: dict[tuple, list[AttentionProblem]], held: Table,
              doing: str) -> list[AttentionProblem]:
-    say(f"adaptive: stopped early while {doing}, {sum(map(len, chosen.values()))} points measured in "
-        f"{len(chosen)} families; run the same command again to resume")
+    """The points chosen so far; the message counts those the store holds (the deadline may cut a batch)."""
+    stored = sum(1 for pts in chosen.values() for p in pts if held.timings(p.cell()))
+    say(f"adaptive: stopped early while {doing}, {stored} points measured in {len(chosen)} families; "
+        "run the same command again to resume")
     return [p for pts in chosen.values() for p in pts]
 
 
