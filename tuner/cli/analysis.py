@@ -52,6 +52,7 @@ def evaluate(db: Db = None, device: Dev = None,
         if train is not None or adaptive is not None:
             raise ValueError("--plot draws a hold-out, --between or --offgrid evaluation; leave out --train/--adaptive")
         _need_matplotlib("tuner evaluate --plot")
+        _writable_dir("--plot", plot)          # before the evaluation, not after its seconds of work
     if train is not None or adaptive is not None:
         res = (ev.evaluate_trained(db, train, device, config=config) if train is not None
                else ev.evaluate_adaptive(db, device, adaptive, seed, config=config))
@@ -146,6 +147,7 @@ def report(db: Db = None, device: Dev = None,
         print(winner_maps(db, device))
         return
     _need_matplotlib("tuner report --out")
+    _writable_dir("--out", out_dir)
     from ..analysis.plots import write_report
     print(write_report(db, device, out_dir))
 
@@ -157,3 +159,11 @@ def _need_matplotlib(what: str) -> None:
         import matplotlib  # noqa: F401
     except ImportError:
         raise ValueError(f"{what} needs matplotlib: pip install -e '.[report]'") from None
+
+
+def _writable_dir(option: str, path: str) -> None:
+    from pathlib import Path
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"{option} {path}: cannot make that folder ({e.strerror}); name one you can write") from None
