@@ -21,13 +21,14 @@ Settings live in one value (PredictorConfig, a JSON file for `tuner evaluate --p
                 rules over log batch, but with a step where the busiest SM's load rises (a second CTA
                 joins the first on some SM: BF16 XQA at batch 17 of 8 KV heads costs 1.4x batch 16).
 
-- ragged_prior(p): a mixed batch where its family has no mixed batch measured: each pipeline from
-                uniform batches, at the mean, plus the longest request alone for kernels whose time
-                follows the longest request (`ragged` in kernels.toml). Rough estimates: the
+- ragged_prior(p): a mixed batch: each pipeline from uniform batches, at the mean, plus the longest
+                request alone for kernels whose time follows the longest request (`ragged` in
+                kernels.toml); where the family has mixed batches measured, scaled by its error at the
+                mixed_residual_k nearest of them (dispatcher/mixed_residual.py). Rough estimates: the
                 dispatcher keeps the rule's choice within ragged_keep times its usual margin.
 
-One rule combines them (FittedModel.predict): ragged_prior's times for a mixed batch of a family
-measured uniform only; between_rows' times where it applies; else a
+One rule combines them (FittedModel.predict): ragged_prior's times (corrected) for a mixed batch; for a
+uniform one, only the family's uniform cells are read; between_rows' times where it applies; else a
 pipeline's time is split_rows' where it covers it, else kv_line's where kv_line covers it; else
 level x its ratio, the ratio being plane's blended with twin's (weight twin_weight, in log space)
 where the twin agrees, else plane's alone; never below level.
@@ -43,6 +44,7 @@ from dataclasses import replace
 from typing import Any
 
 from .device import DeviceInfo
+from .mixed_residual import Residuals
 from .model import fit_plane
 from .predictor_config import PredictorConfig as PredictorConfig  # re-exported: its home before
 from .problem import AttentionProblem
@@ -112,6 +114,11 @@ class FittedModel:
         self.ragged = ragged or {}
         self.splits = splits or {}
         self._mixed = {fam for fam, cells in table.by_family.items() if any(c.skew > 1 for c in cells)}
+        self._uniform: FittedModel | None = None      # mixed_residual_k: the model of the uniform cells alone
+        if config.mixed_residual_k and self._mixed:
+            self._uniform = FittedModel(table.subset([c for c in table.by_cell if c.skew == 1]), config, sm_count,
+                                        ragged, splits)
+            self._residuals = Residuals(self._uniform.ragged_prior, lambda c: table.by_cell[c])
         self._x: dict[AttentionProblem, Features] = {
             c: features(c, config, sm_count) for cells in table.by_family.values() for c in cells}
 
@@ -258,10 +265,16 @@ class FittedModel:
         work = [rule.work_per_sm(n, p.num_kv_heads, p.max_kv_len, self.sm_count) for n in sizes]
         return math.log(work[1] / work[0]) / math.log(work[2] / work[0]) if work[2] > work[0] else 0.5
 
+    def mixed_residuals(self, p: AttentionProblem) -> int:
+        """How many measured mixed batches correct the prior at p (mixed_residual_k; 0: none)."""
+        if self._uniform is None or p.skew == 1:
+            return 0
+        return min(self.config.mixed_residual_k, sum(c.skew > 1 for c in self.table.by_family.get(p.family(), [])))
+
     def uses_ragged_prior(self, p: AttentionProblem) -> bool:
         """Whether predict(p) reads uniform batches (ragged_prior): a mixed batch of a family measured
         uniform only."""
-        return p.skew > 1 and p.family() not in self._mixed
+        return p.skew > 1 and (p.family() not in self._mixed or self._uniform is not None)
 
     def ragged_prior(self, p: AttentionProblem) -> list[Timing]:
         """A mixed batch where its family has none measured: each pipeline from uniform batches
@@ -309,6 +322,14 @@ class FittedModel:
         """Each pipeline measured in p's family, at p's sizes. The spread is the median relative spread
         of the measurements used (the switch margin: the noise a measurement would show); the
         accuracy is the worst measured nearby."""
+        if self._uniform is not None:
+            if p.skew == 1:
+                return self._uniform.predict(p, stepped)
+            base = self._uniform.ragged_prior(p)
+            here = self.x(p)
+            mixed = sorted((c for c in self.table.by_family.get(p.family(), []) if c.skew > 1),
+                          key=lambda c: math.dist(self._x[c], here))
+            return self._residuals.corrected(p, base, mixed, self.config.mixed_residual_k)
         if self.uses_ragged_prior(p):
             return self.ragged_prior(p)
         if self.config.between_rows:

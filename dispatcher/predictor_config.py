@@ -30,6 +30,8 @@ class PredictorConfig:
     split_rows: int = 1           # 1: kernels with a split_kv rule read an unmeasured decode batch by work per SM
     ragged_keep: float = 4.0      # a mixed batch read from uniform ones (rough estimates): the rule's choice
                                   # stands within this many times its usual keep margin (table.keep_margin_us)
+    mixed_residual_k: int = 4     # >0: a mixed batch of a family with mixed batches measured is the ragged prior
+                                  # scaled by its error at this many nearest of them (dispatcher/mixed_residual.py)
     resident_step: float = 0.4    # decode, "resident" split rules: twice the busiest SM's load costs 1 + this
 
     def to_dict(self) -> dict[str, Any]:

@@ -109,6 +109,32 @@ def test_measured_mixed_batches_outrank_the_prior():
     assert dec.kernel == "trtllm-xqa" and dec.source == "measured"
 
 
+def test_measured_mixed_batches_correct_the_prior_nearby_and_leave_uniform_batches_alone():
+    # a measured mixed batch where FA2-TC took 10x what the prior said (and XQA what it said): a nearby
+    # unmeasured one gets the same correction, so XQA wins it where the prior alone chose FA2-TC
+    from dispatcher.predictor import Predictor, PredictorConfig
+    t = uniform_table()
+    near = AttentionProblem(**TP4, batch_size=64, kv_len=2100, max_kv_len=32768)
+    prior = {x.pipeline.id: x.median_us for x in Predictor().fit(t, H200).predict(near)}
+    measured = AttentionProblem(**TP4, batch_size=64, kv_len=2048, max_kv_len=30000)
+    at = {x.pipeline.id: x.median_us for x in Predictor().fit(t, H200).predict(measured)}
+    t.add(measured, Timing(XQA, at[XQA.id], 1.0, 0.04))
+    t.add(measured, Timing(TC, 10 * at[TC.id], 1.0, 0.003))
+    model = Predictor().fit(t, H200)
+    got = {x.pipeline.id: x.median_us for x in model.predict(near)}
+    assert got[XQA.id] == pytest.approx(prior[XQA.id]) and got[TC.id] == pytest.approx(10 * prior[TC.id])
+    dec = Dispatcher(t, H200).choose(near)
+    assert Dispatcher(uniform_table(), H200).choose(near).kernel == "fa2-tc"
+    assert dec.kernel == "trtllm-xqa" and "scaled by its error at the 1 nearest measured mixed batches" in dec.reason
+    # uniform batches of that family are read from its uniform cells only; mixed_residual_k=0 reads every
+    # measured cell as a plane's point, as before
+    flat = AttentionProblem(**TP4, batch_size=48, kv_len=3000)
+    alone = {x.pipeline.id: x.median_us for x in Predictor().fit(uniform_table(), H200).predict(flat)}
+    assert {x.pipeline.id: x.median_us for x in model.predict(flat)} == pytest.approx(alone)
+    planes = Predictor(PredictorConfig(mixed_residual_k=0)).fit(t, H200)
+    assert not planes.uses_ragged_prior(near) and model.uses_ragged_prior(near)
+
+
 def test_the_cli_and_rest_take_max_kv_len(tmp_path):
     args = ["--phase", "decode", "--num-qo-heads", "10", "--num-kv-heads", "2", "--head-dim", "128",
             "--kv-dtype", "fp8", "--batch-size", "64", "--kv-len", "2100", "--db", "none", "--json"]
