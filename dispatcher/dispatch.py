@@ -133,7 +133,7 @@ class Dispatcher:
                 where = (f"predicted at {_sizes(p)} from uniform batches at the mean, plus the longest "
                          "request alone where a kernel's time follows it" if rough
                          else f"predicted at {_sizes(p)} from measured neighbours")
-                if rough and (n := self.model.mixed_residuals(p)):
+                if rough and (n := self.model.mixed_residuals(p, ranking.winner.pipeline.id)):
                     where += f", scaled by its error at the {n} nearest measured mixed batches"
                 return self._from_ranking(ranking, "learned", budget, where)
         for near in self.model.neighbours(p):

@@ -18,29 +18,34 @@ Prior = Callable[[AttentionProblem], list[Timing]]
 
 
 class Residuals:
-    """log(measured / prior) per pipeline at each measured mixed cell, computed once per cell."""
+    """Per measured mixed cell and pipeline: log(measured / prior) and the measured relative error,
+    computed once per cell."""
 
     def __init__(self, prior: Prior, measured: Callable[[AttentionProblem], dict[str, Timing]]):
         self.prior, self.measured = prior, measured
-        self._at: dict[AttentionProblem, dict[str, float]] = {}
+        self._at: dict[AttentionProblem, dict[str, tuple[float, float | None]]] = {}
 
-    def at(self, cell: AttentionProblem) -> dict[str, float]:
+    def at(self, cell: AttentionProblem) -> dict[str, tuple[float, float | None]]:
         got = self._at.get(cell)
         if got is None:
             prior = {t.pipeline.id: t.median_us for t in self.prior(cell)}
-            got = {pid: math.log(t.median_us / prior[pid]) for pid, t in self.measured(cell).items()
-                   if prior.get(pid)}
+            got = {pid: (math.log(t.median_us / prior[pid]), t.relerr) for pid, t in self.measured(cell).items()
+                   if prior.get(pid) and t.median_us > 0}
             self._at[cell] = got
         return got
 
-    def corrected(self, p: AttentionProblem, base: list[Timing], nearest: Sequence[AttentionProblem],
-                  k: int) -> list[Timing]:
-        """`base` (the prior at p), each pipeline scaled by its residual at the k nearest of `nearest`
-        (measured mixed cells, nearest first) that ran it; unscaled where none did."""
+    def used(self, pid: str, nearest: Sequence[AttentionProblem], k: int) -> list[tuple[float, float | None]]:
+        """The residuals of `pid` at the k nearest of `nearest` (nearest first) that ran it."""
+        return [r[pid] for c in nearest if pid in (r := self.at(c))][:k]
+
+    def corrected(self, base: list[Timing], nearest: Sequence[AttentionProblem], k: int) -> list[Timing]:
+        """`base` (the prior), each pipeline scaled by its residual at the k nearest of `nearest` (measured
+        mixed cells, nearest first) that ran it, unscaled where none did; its accuracy the worst of the
+        prior's and those cells' (a pipeline over the error budget in mixed batches stays over it)."""
         out = []
         for t in base:
-            pid = t.pipeline.id
-            logs = [r[pid] for c in nearest if pid in (r := self.at(c))][:k]
-            f = math.exp(sum(logs) / len(logs)) if logs else 1.0
-            out.append(Timing(t.pipeline, t.median_us * f, t.spread_us * f, t.relerr))
+            used = self.used(t.pipeline.id, nearest, k)
+            f = math.exp(sum(r for r, _ in used) / len(used)) if used else 1.0
+            errs = [e for e in (t.relerr, *(e for _, e in used)) if e is not None]
+            out.append(Timing(t.pipeline, t.median_us * f, t.spread_us * f, max(errs) if errs else None))
         return out

@@ -265,19 +265,30 @@ class FittedModel:
         work = [rule.work_per_sm(n, p.num_kv_heads, p.max_kv_len, self.sm_count) for n in sizes]
         return math.log(work[1] / work[0]) / math.log(work[2] / work[0]) if work[2] > work[0] else 0.5
 
-    def mixed_residuals(self, p: AttentionProblem) -> int:
-        """How many measured mixed batches correct the prior at p (mixed_residual_k; 0: none)."""
-        if self._uniform is None or p.skew == 1:
+    def _corrects(self, p: AttentionProblem) -> bool:
+        """p's family is read by the uniform model, mixed batches corrected (mixed_residual_k): it has
+        mixed batches measured and uniform ones (a family measured mixed only keeps its planes)."""
+        return self._uniform is not None and p.family() in self._mixed and p.family() in self._uniform.table.by_family
+
+    def _mixed_near(self, p: AttentionProblem) -> list[AttentionProblem]:
+        here = self.x(p)
+        return sorted((c for c in self.table.by_family.get(p.family(), []) if c.skew > 1),
+                      key=lambda c: (math.dist(self._x[c], here), self._x[c]))
+
+    def mixed_residuals(self, p: AttentionProblem, pipeline: str) -> int:
+        """How many measured mixed batches correct `pipeline`'s prior time at p (0: none)."""
+        if p.skew == 1 or not self._corrects(p):
             return 0
-        return min(self.config.mixed_residual_k, sum(c.skew > 1 for c in self.table.by_family.get(p.family(), [])))
+        return len(self._residuals.used(pipeline, self._mixed_near(p), self.config.mixed_residual_k))
 
     def uses_ragged_prior(self, p: AttentionProblem) -> bool:
         """Whether predict(p) reads uniform batches (ragged_prior): a mixed batch of a family measured
-        uniform only."""
-        return p.skew > 1 and (p.family() not in self._mixed or self._uniform is not None)
+        uniform only, or corrected by its measured mixed batches (mixed_residual_k)."""
+        return p.skew > 1 and (p.family() not in self._mixed or self._corrects(p))
 
     def ragged_prior(self, p: AttentionProblem) -> list[Timing]:
-        """A mixed batch where its family has none measured: each pipeline from uniform batches
+        """A mixed batch, each pipeline from uniform batches (predict corrects it where the family has
+        mixed batches measured)
         (the rules picked on one mixed set and reported on another: benchmarks/results/h200-2026-12-05/).
         - a kernel that partitions work per request (`ragged = "longest"` in kernels.toml): below
           `longest_alone_waves` waves the slower of the mean batch and the uniform batch at the longest
@@ -322,14 +333,12 @@ class FittedModel:
         """Each pipeline measured in p's family, at p's sizes. The spread is the median relative spread
         of the measurements used (the switch margin: the noise a measurement would show); the
         accuracy is the worst measured nearby."""
-        if self._uniform is not None:
+        if self._corrects(p):
+            assert self._uniform is not None
             if p.skew == 1:
                 return self._uniform.predict(p, stepped)
-            base = self._uniform.ragged_prior(p)
-            here = self.x(p)
-            mixed = sorted((c for c in self.table.by_family.get(p.family(), []) if c.skew > 1),
-                          key=lambda c: math.dist(self._x[c], here))
-            return self._residuals.corrected(p, base, mixed, self.config.mixed_residual_k)
+            return self._residuals.corrected(self._uniform.ragged_prior(p), self._mixed_near(p),
+                                             self.config.mixed_residual_k)
         if self.uses_ragged_prior(p):
             return self.ragged_prior(p)
         if self.config.between_rows:

@@ -135,6 +135,34 @@ def test_measured_mixed_batches_correct_the_prior_nearby_and_leave_uniform_batch
     assert not planes.uses_ragged_prior(near) and model.uses_ragged_prior(near)
 
 
+def test_the_correction_keeps_what_the_mixed_batches_measured_about_accuracy_and_names_only_its_own():
+    near = AttentionProblem(**TP4, batch_size=64, kv_len=2100, max_kv_len=32768)
+    m = AttentionProblem(**TP4, batch_size=64, kv_len=2048, max_kv_len=30000)
+    t = uniform_table()
+    t.add(m, Timing(XQA, 20.0, 1.0, 0.9))               # fast there, but over FP8's error budget
+    t.add(m, Timing(TC, 60.0, 1.0, 0.003))
+    dec = Dispatcher(t, H200).choose(near)
+    assert dec.kernel == "fa2-tc" and "over the 0.08 relative-error budget: trtllm-xqa" in dec.reason, dec.reason
+    only_tc = uniform_table()                           # a correction for FA2-TC alone: XQA's prior stands
+    only_tc.add(m, Timing(TC, 4000.0, 1.0, 0.003))
+    dec = Dispatcher(only_tc, H200).choose(near)
+    assert dec.kernel == "trtllm-xqa" and "scaled by its error" not in dec.reason, dec.reason
+
+
+def test_a_family_measured_only_in_mixed_batches_keeps_its_planes():
+    from dispatcher.predictor import Predictor
+    t = Table()
+    for b in (16, 32, 64):
+        for kv in (1024, 4096):
+            p = AttentionProblem(**TP4, batch_size=b, kv_len=kv, max_kv_len=8 * kv)
+            t.add(p, Timing(XQA, b * kv / 100, 1.0, 0.04))
+            t.add(p, Timing(TC, b * kv / 200, 1.0, 0.003))
+    model = Predictor().fit(t, H200)
+    for q in (AttentionProblem(**TP4, batch_size=24, kv_len=2048, max_kv_len=16384),
+              AttentionProblem(**TP4, batch_size=24, kv_len=2048)):
+        assert {x.pipeline.id for x in model.predict(q)} == {XQA.id, TC.id}
+
+
 def test_the_cli_and_rest_take_max_kv_len(tmp_path):
     args = ["--phase", "decode", "--num-qo-heads", "10", "--num-kv-heads", "2", "--head-dim", "128",
             "--kv-dtype", "fp8", "--batch-size", "64", "--kv-len", "2100", "--db", "none", "--json"]
