@@ -20,15 +20,20 @@ def synthetic(p):
     return {A: 10 + work / 100, B: 40 + work / 200}
 
 
-def run(fraction):
-    table, calls = Table(), []
-
+def recorder(table: Table, calls: list | None = None):
+    """A measure() that times each problem by `synthetic` into `table` (and logs each batch in `calls`)."""
     def measure(ps):
-        calls.append(list(ps))
+        if calls is not None:
+            calls.append(list(ps))
         for p in ps:
             for pipe, us in synthetic(p).items():
                 table.add(p.cell(), Timing(pipe, us, 0.01 * us, 0.001))
-    return adaptive_sweep(GRID, measure, lambda: table, fraction), calls, table
+    return measure
+
+
+def run(fraction):
+    table, calls = Table(), []
+    return adaptive_sweep(GRID, recorder(table, calls), lambda: table, fraction), calls, table
 
 
 def test_coarse_points_span_the_grid_corners_first():
@@ -85,10 +90,7 @@ def test_a_small_family_beside_a_large_one_gets_enough_points_to_fit():
     few = [small(phase="prefill", q_len=q, kv_len=q, batch_size=b) for b in (1, 4) for q in (64, 128, 256)]
     table = Table()
 
-    def measure(ps):
-        for p in ps:
-            for pipe, us in synthetic(p).items():
-                table.add(p.cell(), Timing(pipe, us, 0.01 * us, 0.001))
+    measure = recorder(table)
     chosen = adaptive_sweep(big + few, measure, lambda: table, 1 / 3)
     assert len(chosen) <= math.ceil(len(big + few) / 3)
     assert sum(p.phase == "prefill" for p in chosen) >= 3       # a third of 6 would be 2
@@ -97,11 +99,7 @@ def test_a_small_family_beside_a_large_one_gets_enough_points_to_fit():
 def test_a_search_stopped_early_says_so_and_measures_nothing_more():
     table, calls, said = Table(), [], []
 
-    def measure(ps):
-        calls.append(list(ps))
-        for p in ps:
-            for pipe, us in synthetic(p).items():
-                table.add(p.cell(), Timing(pipe, us, 0.01 * us, 0.001))
+    measure = recorder(table, calls)
     out = adaptive_sweep(GRID, measure, lambda: table, 1 / 3, said.append, stopped=lambda: len(calls) >= 2)
     assert len(calls) == 2 and out == calls[0] + calls[1]    # the coarse batch and one refinement, then stop
     assert len(said) == 1 and "stopped early" in said[0] and "again to resume" in said[0]
@@ -114,11 +112,7 @@ def test_a_search_cut_by_a_deadline_has_sampled_every_family():
                      for o in ("bf16", "fp8")]
     table, calls = Table(), []
 
-    def measure(ps):
-        calls.append(list(ps))
-        for p in ps:
-            for pipe, us in synthetic(p).items():
-                table.add(p.cell(), Timing(pipe, us, 0.01 * us, 0.001))
+    measure = recorder(table, calls)
     out = adaptive_sweep([p for f in fams for p in f], measure, lambda: table, 1 / 3, stopped=lambda: len(calls) >= 4)
     assert [len(c) for c in calls] == [6, 6, 6, 4]           # three coarse batches, then the first refinement
     assert all(any(p in out for p in f) for f in fams) and len(out) == 22
@@ -145,14 +139,8 @@ def test_an_adaptive_sweep_runs_all_its_batches_in_one_worker(tmp_path, cpu, mon
 def test_with_between_it_measures_off_the_grid_where_neighbours_disagree():
     # the crossover (batch x kv = 6000) lies between grid points; with `between` the search may
     # measure the cell halfway (log scale) between two measured neighbours whose winners differ
-    table, measured = Table(), []
-
-    def measure(ps):
-        measured.extend(ps)
-        for p in ps:
-            for pipe, us in synthetic(p).items():
-                table.add(p.cell(), Timing(pipe, us, 0.01 * us, 0.001))
-    chosen = adaptive_sweep(GRID, measure, lambda: table, 1 / 2, between=True)
+    table = Table()
+    chosen = adaptive_sweep(GRID, recorder(table), lambda: table, 1 / 2, between=True)
     off = [p for p in chosen if p not in GRID]
     assert off, "no shape off the grid was measured"
     for p in off:
@@ -167,10 +155,7 @@ def test_a_rerun_of_a_finished_search_measures_nothing_and_says_each_family():
     one = [small(phase="prefill", q_len=64, kv_len=64, batch_size=1)]
     table, said = Table(), []
 
-    def measure(ps):
-        for p in ps:
-            for pipe, us in synthetic(p).items():
-                table.add(p.cell(), Timing(pipe, us, 0.01 * us, 0.001))
+    measure = recorder(table)
     first = adaptive_sweep(GRID + one, measure, lambda: table, 1 / 2, said.append, between=True)
     assert len(first) == adaptive_total(GRID + one, 1 / 2) == math.ceil(37 / 2)
     assert any(p not in GRID + one for p in first)             # it measured off the lattice
