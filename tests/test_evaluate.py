@@ -49,3 +49,25 @@ def test_held_out_regret_and_the_worst_misses_on_the_shipped_h200_data():
     assert f"all scored shapes, learned: regret gm {res['overall']['learned']['regret_geomean']:.4f}" in table.stdout
     # tactics shown, not eaten as markup
     assert "[enable_pdl=" in table.stdout or "[fixed_split_size=" in table.stdout
+
+
+def test_measuring_mixed_batches_leaves_the_uniform_hold_out_as_it_was(tmp_path):
+    # the shipped db holds the skew grid's mixed batches: a seed holds out the uniform cells it held out
+    # before they were added (the README's held-out column), the mixed ones drawn apart
+    import sqlite3
+    before = tmp_path / "uniform.db"
+    before.write_bytes(SHIPPED.read_bytes())
+    with sqlite3.connect(before) as c:
+        for table in ("measurements", "winners"):
+            c.execute(f"delete from {table} where max_kv_len > kv_len")
+    runs = {}
+    for name, db in (("with", SHIPPED), ("without", before)):
+        r = subprocess.run([sys.executable, "-m", "tuner", "evaluate", "--db", str(db), "--device", "NVIDIA H200",
+                            "--seed", "1", "--json"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+        runs[name] = json.loads(r.stdout)["configs"]
+    mixed = {c for c in runs["with"] if c.endswith(" mixed")}
+    assert mixed and not any(c.endswith(" mixed") for c in runs["without"])
+    for cfg, ms in runs["without"].items():
+        assert runs["with"][cfg]["learned"]["n"] == ms["learned"]["n"]
+        assert math.isclose(runs["with"][cfg]["learned"]["regret_geomean"], ms["learned"]["regret_geomean"])

@@ -66,8 +66,12 @@ def evaluate(db=None, device: str | None = None, holdout: float = 0.2, seed: int
     """The grid hold-out: a random `holdout` of the measured cells is left out of the fit and scored."""
     full, dev = load_table(db, device)
     cells = _cells(full, dev, db)
-    rng = random.Random(seed)
-    held = set(rng.sample(cells, max(1, round(holdout * len(cells)))))
+    held: set = set()
+    # uniform and mixed-length cells are drawn apart, so that measuring mixed batches into a db leaves
+    # which uniform cells a seed holds out as it was
+    for part in ([c for c in cells if c.skew == 1], [c for c in cells if c.skew > 1]):
+        if part:
+            held |= set(random.Random(seed).sample(part, max(1, round(holdout * len(part)))))
     train = full.subset([c for c in cells if c not in held])
     configs = score(train, _as_measured(full, held), dev, methods, config, shapes)
     return {"device": dev.name, "cells": len(cells), "held_out": len(held), "seed": seed,
