@@ -201,7 +201,8 @@ def score(train: Table, held: dict, dev: DeviceInfo, methods, config: PredictorC
         cands = candidates(registry, b, dev)
         rule_t = {r: measured.get(getattr(rule_pick(r, b, dev, registry, cands)[0], "id", None)) for r in RULES}
         g = rows[config_of(b)]
-        rule_regret = {r: rt.median_us / oracle.median_us for r, rt in rule_t.items() if rt is not None}
+        rule_regret = ({r: rt.median_us / oracle.median_us for r, rt in rule_t.items() if rt is not None}
+                       if shapes else {})
         for m in methods:
             if m == "rounded":
                 pid = rounded_choice(train, b, budget)
@@ -217,7 +218,8 @@ def score(train: Table, held: dict, dev: DeviceInfo, methods, config: PredictorC
                 continue
             g[f"{m}:regret"].append(chosen.median_us / oracle.median_us)
             g[f"{m}:misses"].append(_miss(b, chosen, oracle))
-            g[f"{m}:shapes"].append(_shape(b, chosen.median_us / oracle.median_us, rule_regret))
+            if shapes:
+                g[f"{m}:shapes"].append(_shape(b, chosen.median_us / oracle.median_us, rule_regret))
             for r, rt in rule_t.items():
                 if rt is not None:
                     g[f"{m}:vs:{r}"].append(rt.median_us / chosen.median_us)

@@ -152,8 +152,6 @@ def report(db: Db = None, device: Dev = None,
     print(write_report(db, device, out_dir))
 
 
-
-
 def _need_matplotlib(what: str) -> None:
     try:
         import matplotlib  # noqa: F401

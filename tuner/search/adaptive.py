@@ -150,9 +150,11 @@ def adaptive_sweep(grid: list[AttentionProblem], measure: Callable[[list[Attenti
         if stopped():
             return _stopped(say, chosen, measured(), "sampling coarsely")
     active = [fam for fam in families if len(chosen[fam]) < budgets[fam]]
+    def reached(fam: tuple) -> None:
+        say(f"adaptive: {len(chosen[fam])} of {len(families[fam])} points of {_name(families[fam][0])}")
     for fam in families:
         if fam not in active:
-            say(f"adaptive: {len(chosen[fam])} of {len(families[fam])} points of {_name(families[fam][0])}")
+            reached(fam)
     while active:
         model = fit(measured())
         for fam in list(active):
@@ -162,7 +164,7 @@ def adaptive_sweep(grid: list[AttentionProblem], measure: Callable[[list[Attenti
                 chosen[fam] += nxt
             if not nxt or len(chosen[fam]) >= budgets[fam]:
                 active.remove(fam)
-                say(f"adaptive: {len(chosen[fam])} of {len(families[fam])} points of {_name(families[fam][0])}")
+                reached(fam)
             if stopped():
                 return _stopped(say, chosen, measured(), "refining")
     return [p for pts in chosen.values() for p in pts]
