@@ -22,7 +22,8 @@ if [ -n "${TESTS:-}" ]; then
 fi
 for step in "$@"; do
   IFS=: read -r name secs args from <<< "$step"
-  case "${from:-}" in *.xz) xz -dc "$from" > /tmp/$name.db ;; ?*) cp "$from" /tmp/$name.db ;; esac
+  # a warm machine still holds the last call's database: continue it in place
+  case "${from:-}" in /tmp/$name.db) ;; *.xz) xz -dc "$from" > /tmp/$name.db ;; ?*) cp "$from" /tmp/$name.db ;; esac
   cmd=(python3 -m tuner sweep --model llama4-scout --device cuda --db /tmp/$name.db ${args//,/ }
        --max-minutes "$(python3 -c "print(max(0.1, ($secs - 25) / 60))")")
   echo "+ ${cmd[*]}   (at $(( $(date +%s) - t0 )) s)" | tee $OUT/$name.log
