@@ -3,7 +3,7 @@ usage (repository root): python benchmarks/results/tried-2026-12-05/tile_padding
 Kernels in KERNELS (comma-separated ids) have their predicted prefill time scaled by (padded waves / smooth waves)^ALPHA,
 waves = batch x query heads x query tiles (128 rows) / 132 SMs, at least 1; CELLFIX=1 also splits the decision cell
 of q_len at multiples of 128, so q_len 129-132 is not decided as 128."""
-import math, sys, dataclasses, json
+import math, os, sys, dataclasses, json
 sys.path.insert(0, '.')
 from dispatcher import problem as P
 from dispatcher import predictor as PR
@@ -31,7 +31,10 @@ def predict(self, p, stepped=True):
     out = orig_predict(self, p, stepped)
     if p.phase != 'prefill' or alpha == 0: return out
     ctas = p.batch_size * p.num_qo_heads / 132
-    f = (max(ctas * math.ceil(p.q_len / TILE), 1) / max(ctas * p.q_len / TILE, 1)) ** alpha
+    if os.environ.get('TILE_WAVES') == 'whole':
+        f = (math.ceil(ctas * math.ceil(p.q_len / TILE)) / math.ceil(ctas * p.q_len / TILE)) ** alpha
+    else:
+        f = (max(ctas * math.ceil(p.q_len / TILE), 1) / max(ctas * p.q_len / TILE, 1)) ** alpha
     return [Timing(t.pipeline, t.median_us * f, t.spread_us * f, t.relerr) if t.pipeline.kernel in kernels else t for t in out]
 PR.FittedModel.predict = predict
 for s in sets:
