@@ -4,7 +4,8 @@
 # own database under $OUT (checkpointed so that a cut step still returns its finished rows).
 # usage: bash benchmarks/h200_sets.sh STEP... where a STEP is NAME:SECONDS:ARGS (ARGS: tuner sweep's,
 # spaces as commas), e.g. mixed1:75:--problems,benchmarks/results/mixed/mixed-seed1.jsonl; a fourth field
-# names an earlier database (.db or .db.xz) to continue: its measured problems are not measured again.
+# names an earlier database (.db or .db.xz) to continue: its measured problems are not measured again
+# (/tmp/NAME.db: the one the last call left on a machine still warm).
 set -uo pipefail
 t0=$(date +%s)
 [ -f .gpu/flashinfer.txz ] && [ ! -d /tmp/site/flashinfer ] && mkdir -p /tmp/site && tar xJf .gpu/flashinfer.txz -C /tmp/site
@@ -23,7 +24,11 @@ fi
 for step in "$@"; do
   IFS=: read -r name secs args from <<< "$step"
   # a warm machine still holds the last call's database: continue it in place
-  case "${from:-}" in /tmp/$name.db) ;; *.xz) xz -dc "$from" > /tmp/$name.db ;; ?*) cp "$from" /tmp/$name.db ;; esac
+  case "${from:-}" in
+    /tmp/$name.db) [ -f "$from" ] || { echo "$from is gone (the machine was not warm): pass the returned db, xz -9'd"; exit 1; } ;;
+    *.xz) xz -dc "$from" > /tmp/$name.db ;;
+    ?*) cp "$from" /tmp/$name.db ;;
+  esac
   cmd=(python3 -m tuner sweep --model llama4-scout --device cuda --db /tmp/$name.db ${args//,/ }
        --max-minutes "$(python3 -c "print(max(0.1, ($secs - 25) / 60))")")
   echo "+ ${cmd[*]}   (at $(( $(date +%s) - t0 )) s)" | tee $OUT/$name.log
