@@ -139,8 +139,8 @@ def adaptive_sweep(grid: list[AttentionProblem], measure: Callable[[list[Attenti
         families[p.family()].append(p)
     budgets = allocate({f: len(pts) for f, pts in families.items()}, math.ceil(fraction * len(grid)))
     chosen: dict[tuple, list[AttentionProblem]] = {}
+    held = measured()      # read once: measuring one family's coarse points adds no cell to another
     for fam, pts in families.items():
-        held = measured()
         on_grid = {p.cell() for p in pts}                  # a resumed search counts what it measured,
         done = ([p for p in pts if held.timings(p.cell())]  # off the grid's lattice too
                 + [c for c in held.by_family.get(fam, []) if c not in on_grid])
