@@ -88,6 +88,15 @@ def cell_size(k: int) -> int:
     return round(2 ** (k / CELLS_PER_OCTAVE))
 
 
+# Prefill kernels (FA3, FMHAv2, cuDNN) run a query in tiles of Q_TILE rows: one just past a multiple of
+# Q_TILE pays for a nearly empty tile (benchmarks/results/prefill-tiles/), so no cell straddles one.
+Q_TILE = 128
+
+
+def q_tiles(q_len: int) -> int:
+    return -(-q_len // Q_TILE)
+
+
 def snap(n: int) -> int:
     """The representative size of n's cell; sizes up to 13 are their own."""
     return cell_size(size_cell(n))
@@ -227,8 +236,10 @@ class AttentionProblem:
 
     def cell(self) -> AttentionProblem:
         """The problem that stands for this one's cell (see CELLS_PER_OCTAVE): the same batch size,
-        q_len and kv_len at their cells' representative sizes. Power-of-two sizes are their own."""
-        q = snap(self.q_len)
+        q_len and kv_len at their cells' representative sizes, q_len within its own query tiles (Q_TILE).
+        Power-of-two sizes are their own."""
+        tiles = q_tiles(self.q_len)
+        q = min(max(snap(self.q_len), (tiles - 1) * Q_TILE + 1), tiles * Q_TILE)
         kv = max(snap(self.kv_len), q)
         top = min(max(snap(self.max_kv_len), kv), longest_request(self.batch_size, kv, q))
         if (q, kv, top) == (self.q_len, self.kv_len, self.max_kv_len):
@@ -237,8 +248,8 @@ class AttentionProblem:
 
     def cell_key(self) -> tuple[Any, ...]:
         """What identifies this problem's cell, without building its representative (cheap)."""
-        return (*self.family(), self.batch_size, size_cell(self.q_len), size_cell(self.kv_len),
-                size_cell(self.max_kv_len))
+        return (*self.family(), self.batch_size, size_cell(self.q_len), q_tiles(self.q_len),
+                size_cell(self.kv_len), size_cell(self.max_kv_len))
 
     def key(self) -> str:
         """A stable text key (the store's primary key for a problem); a uniform batch's has no max."""

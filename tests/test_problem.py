@@ -1,6 +1,7 @@
 import pytest
 
 from dispatcher import AttentionProblem, ProblemError
+from dispatcher.problem import size_cell
 from tests.conftest import small
 
 
@@ -41,6 +42,16 @@ def test_a_cell_keeps_the_batch_and_snaps_lengths_to_an_eighth_of_an_octave():
     assert p.cell_key() != small(batch_size=13, kv_len=1900).cell_key()    # every batch size is its own
     # a cell spans 2^(1/16) either side of its representative, 4.4%: 1800 is in it, 1790 is not
     assert small(batch_size=12, kv_len=1800).cell_key() == p.cell_key() != small(batch_size=12, kv_len=1790).cell_key()
+
+
+def test_no_cell_straddles_a_query_tile():
+    # 130 query rows run a second, nearly empty 128-row tile: not decided (or stored) as 128 rows
+    def pre(q):
+        return small(phase="prefill", batch_size=5, q_len=q, kv_len=q)
+    assert size_cell(130) == size_cell(128) and pre(130).cell_key() != pre(128).cell_key()
+    assert pre(130).cell().q_len == 129 and pre(132).cell_key() == pre(129).cell_key()
+    assert pre(126).cell().q_len == 128 and pre(129).cell() == pre(129)
+    assert small(kv_len=1900).cell_key() == small(kv_len=1878).cell_key()      # decode: q_len 1, one tile
 
 
 def test_from_dict_rejects_unknown_and_missing_fields():
