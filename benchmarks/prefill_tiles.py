@@ -1,0 +1,49 @@
+"""Prefill shapes off the grid's multiples of 128 query rows, as JSON lines for `tuner sweep --problems`.
+
+FA3, FMHAv2 and cuDNN run a query in 128-row tiles: a length just past a multiple of 128 pays for a
+nearly empty tile, which the grid's query lengths (all multiples of 128) cannot show
+(benchmarks/results/tried-2026-12-05/, "Prefill query-tile padding"). Per configuration (TP1 and TP4 of
+a model preset, page 16, the four kv/out dtype pairs): batch 1-16 x query lengths below, just past and
+between the first multiples of 128, without and after a cached prefix of 3x the query (kv = 4 x q, as
+the grid's prefix factor 4).
+
+    python benchmarks/prefill_tiles.py --out benchmarks/results/prefill-tiles/prefill-tiles.jsonl
+    tuner sweep --problems benchmarks/results/prefill-tiles/prefill-tiles.jsonl --device cuda --db tiles.db
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from dispatcher.problem import AttentionProblem
+
+try:
+    from offgrid import configurations
+except ImportError:                       # imported as benchmarks.prefill_tiles (tests)
+    from benchmarks.offgrid import configurations
+
+BATCHES = (1, 2, 4, 8, 16)
+Q_LENS = (100, 129, 160, 192, 257, 320, 385, 768)
+PREFIX_FACTORS = (1, 4)
+
+
+def shapes(model: str = "llama4-scout") -> list[AttentionProblem]:
+    fields, _ = configurations(model, memory_gib=141.0)
+    return [AttentionProblem(phase="prefill", **base, batch_size=b, q_len=q, kv_len=q * f)
+            for base in fields for b in BATCHES for q in Q_LENS for f in PREFIX_FACTORS]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default="llama4-scout")
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    probs = shapes(a.model)
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text("".join(json.dumps(p.to_dict()) + "\n" for p in probs))
+    print(f"{len(probs)} prefill shapes -> {a.out}")
+
+
+if __name__ == "__main__":
+    main()
