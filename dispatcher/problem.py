@@ -98,7 +98,8 @@ def q_tiles(q_len: int) -> int:
 
 
 def snap(n: int) -> int:
-    """The representative size of n's cell; sizes up to 13 are their own."""
+    """The representative size of n's eighth of an octave (AttentionProblem.cell then keeps a q_len
+    within its query tile); sizes up to 13 are their own."""
     return cell_size(size_cell(n))
 
 

@@ -7,7 +7,7 @@ import sys
 from dispatcher.pipeline import Pipeline
 from dispatcher.table import Table, Timing
 from tests.conftest import small
-from tuner.search.adaptive import adaptive_sweep, farthest_first
+from tuner.search.adaptive import adaptive_sweep, farthest_first, midpoint
 
 A = Pipeline("torch-sdpa", "bf16", "bf16", "bf16", tactic=(("backend", "flash"),))
 B = Pipeline("torch-sdpa", "bf16", "bf16", "bf16", tactic=(("backend", "math"),))
@@ -175,3 +175,11 @@ def test_a_batch_cut_by_the_deadline_is_not_counted_as_measured():
     adaptive_sweep(GRID, measure, lambda: table, 1 / 3, said.append, stopped=lambda: True)
     assert said == ["adaptive: stopped early while sampling coarsely, 3 points measured in 1 families; "
                     "run the same command again to resume"]
+
+
+def test_a_midpoint_lies_between_its_ends_across_a_query_tile():
+    def pre(q):
+        return small(phase="prefill", batch_size=4, q_len=q, kv_len=8192)
+    assert midpoint(pre(129), pre(140)) is None          # 129 and 140 are neighbouring cells: nothing between
+    mid = midpoint(pre(1921), pre(2048))
+    assert mid is None or 1921 < mid.q_len < 2048

@@ -144,6 +144,21 @@ def check_sm100_automatic_prefill_follows_the_measurements(v):
         assert vllm_call(v, is_prefill=True, has_sinks=True, q_dtype=v.fib.torch.float16) is True
 
 
+def check_a_prefill_past_a_query_tile_is_decided_apart(v):
+    """130 query rows run a second 128-row tile: not answered from the cached answer for 128."""
+    v.set_capability(10, 0)
+    t = Table()
+    for q, native_us in ((128, 200.0), (129, 50.0)):      # trtllm-gen (80 us) faster at 128, FA2 past it
+        p = AttentionProblem(phase="prefill", num_qo_heads=64, num_kv_heads=8, batch_size=1, q_len=q, kv_len=4096)
+        t.add(p.cell(), Timing(Pipeline("trtllm-gen", "bf16", "bf16", "bf16"), 80.0, 0.5, 0.002))
+        t.add(p.cell(), Timing(Pipeline("fa2", "bf16", "bf16", "bf16", tactic=(("fixed_split_size", 0),)),
+                               native_us, 0.5, 0.002))
+    plugin.install(dispatcher=Dispatcher(t, B200, plugin.vllm_registry()))
+    with inside_a_build():
+        assert vllm_call(v, is_prefill=True, num_tokens=128, max_seq_len=4096) is True
+        assert vllm_call(v, is_prefill=True, num_tokens=130, max_seq_len=4096) is False
+
+
 def check_sm90_prefill_stays_native_whatever_the_database_says(v):
     """The old shim answered True on SM90 from Switchyard's registry (FMHAv2); vLLM has no path to it."""
     v.set_capability(9, 0)

@@ -98,7 +98,10 @@ def midpoint(a: AttentionProblem, b: AttentionProblem) -> AttentionProblem | Non
     if mid in (da[i], db[i]):
         return None
     names = ("batch_size", "q_len", "kv_len", "max_kv_len")
-    return a.with_sizes(**{names[i]: mid}).cell()
+    cell = a.with_sizes(**{names[i]: mid}).cell()
+    got = (cell.batch_size, cell.q_len, cell.kv_len, cell.max_kv_len)[i]
+    # a cell's representative may move within its query tile (AttentionProblem.cell): still between?
+    return cell if min(da[i], db[i]) < got < max(da[i], db[i]) else None
 
 
 def crossovers(model: FittedModel, family: list[AttentionProblem]) -> list[AttentionProblem]:
