@@ -47,7 +47,7 @@ from .device import DeviceInfo
 from .mixed_residual import Residuals
 from .model import fit_plane
 from .predictor_config import PredictorConfig as PredictorConfig  # re-exported: its home before
-from .problem import AttentionProblem
+from .problem import Q_TILE, AttentionProblem, q_tiles
 from .registry import KernelSpec, SplitRule, load_registry
 from .table import Table, Timing, ratios
 
@@ -60,7 +60,7 @@ def features(p: AttentionProblem, config: PredictorConfig, sm_count: int) -> Fea
     b, q, kv = math.log2(p.batch_size), math.log2(p.q_len), math.log2(p.kv_len)
     skew = config.skew_weight * math.log2(p.skew)
     if p.phase != "decode":
-        return b, q, kv, skew
+        return b, q, kv, skew, config.tile_weight * math.log2(q_tiles(p.q_len) * Q_TILE / p.q_len)
     ctas = math.log2(p.batch_size * p.num_kv_heads / sm_count) if sm_count else 0.0
     return (config.batch_step * b, q, kv, skew, config.split_weight * max(0.0, -ctas - 1.0),
             config.wave_weight * max(0.0, ctas - 1.0))

@@ -32,6 +32,7 @@ class PredictorConfig:
                                   # stands within this many times its usual keep margin (table.keep_margin_us)
     mixed_residual_k: int = 4     # >0: a mixed batch of a family with mixed batches measured is the ragged prior
                                   # scaled by its error at this many nearest of them (dispatcher/mixed_residual.py)
+    tile_weight: float = 8.0      # prefill: log2(query rows padded to whole 128-row tiles / query rows) x this
     resident_step: float = 0.4    # decode, "resident" split rules: twice the busiest SM's load costs 1 + this
 
     def to_dict(self) -> dict[str, Any]:

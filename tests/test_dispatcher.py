@@ -135,3 +135,17 @@ def test_choose_does_no_io_after_load(swept_db, monkeypatch):
     monkeypatch.setattr(builtins, "open", refuse)
     for p in (small(), small(batch_size=3, kv_len=100), small(head_dim=128)):
         assert d.choose(p).kernel == "torch-sdpa"
+
+
+def test_a_prefill_just_past_a_query_tile_is_read_from_shapes_past_one():
+    # FA3 pays a whole 128-row tile for the 129th row, FA2 barely: measured at and just past multiples of 128
+    fa3 = Pipeline("fa3", "bf16", "bf16", "bf16")
+    fa2 = Pipeline("fa2", "bf16", "bf16", "bf16", tactic=(("fixed_split_size", 1024),))
+
+    def pre(q):
+        return small(phase="prefill", **SCOUT, batch_size=8, q_len=q, kv_len=q)
+    t = fixture_table([(pre(q), [(fa3, -(-q // 128) * 12.8), (fa2, q * 0.13)])
+                       for q in (64, 100, 128, 129, 192, 256, 257, 384, 512)])
+    dec = Dispatcher(t, H200).choose(pre(140))
+    assert dec.source == "learned" and dec.kernel == "fa2", dec.reason       # FA3 18% slower at 140 rows
+    assert Dispatcher(t, H200).choose(pre(240)).kernel == "fa3"              # both in two tiles: FA3
