@@ -97,6 +97,11 @@ def q_tiles(q_len: int) -> int:
     return -(-q_len // Q_TILE)
 
 
+def q_cell(q_len: int) -> tuple[int, int]:
+    """What identifies a q_len's cell: its eighth of an octave and its query tiles."""
+    return size_cell(q_len), q_tiles(q_len)
+
+
 def snap(n: int) -> int:
     """The representative size of n's eighth of an octave (AttentionProblem.cell then keeps a q_len
     within its query tile); sizes up to 13 are their own."""
@@ -249,8 +254,8 @@ class AttentionProblem:
 
     def cell_key(self) -> tuple[Any, ...]:
         """What identifies this problem's cell, without building its representative (cheap)."""
-        return (*self.family(), self.batch_size, size_cell(self.q_len), q_tiles(self.q_len),
-                size_cell(self.kv_len), size_cell(self.max_kv_len))
+        return (*self.family(), self.batch_size, *q_cell(self.q_len), size_cell(self.kv_len),
+                size_cell(self.max_kv_len))
 
     def key(self) -> str:
         """A stable text key (the store's primary key for a problem); a uniform batch's has no max."""

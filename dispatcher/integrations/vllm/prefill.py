@@ -13,7 +13,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from ...problem import q_tiles, size_cell
+from ...problem import q_cell, size_cell
 from .answers import active_builder, current, dtype_name
 
 NATIVE_PREFILL = "fa2"          # FlashInfer's "auto" prefill backend on the SM100 family
@@ -43,8 +43,7 @@ def wrap_use_trtllm_attention(original: Callable[..., bool], flashinfer_utils: A
             return vllms
         builder = active_builder.get()
         key = (num_qo_heads, num_kv_heads, getattr(builder, "head_dim", None), getattr(builder, "page_size", None),
-               size_cell(max(1, num_tokens)), q_tiles(max(1, num_tokens)), size_cell(max(1, max_seq_len)),
-               str(q_dtype))
+               *q_cell(max(1, num_tokens)), size_cell(max(1, max_seq_len)), str(q_dtype))
         if key not in answers_by_shape:
             if len(answers_by_shape) >= CACHE_LIMIT:
                 answers_by_shape.clear()
