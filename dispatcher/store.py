@@ -81,6 +81,17 @@ def last_device_name(db: DbPath) -> str | None:
         conn.close()
 
 
+def device_names(db: DbPath) -> list[str]:
+    """The devices of `db`'s environments, sorted (none: an empty or missing db)."""
+    conn = open_readonly(db)
+    if conn is None:
+        return []
+    try:
+        return sorted({str(e["device_name"]) for e in environments(conn)})
+    finally:
+        conn.close()
+
+
 def ok_measurements(conn: sqlite3.Connection, env_ids: list[int]) -> list[sqlite3.Row]:
     marks = ",".join("?" * len(env_ids))
     return conn.execute(f"select * from measurements where status = 'ok' and env_id in ({marks}) "

@@ -2,6 +2,7 @@
 measured cell, the model's settings as one value, and `tuner evaluate --offgrid`."""
 import dataclasses
 import json
+import sqlite3
 import subprocess
 import sys
 
@@ -102,6 +103,19 @@ def test_evaluate_offgrid_scores_the_decisions_on_measured_off_grid_shapes(swept
     assert table.returncode == 0 and "3 off-grid problems measured in" in table.stdout
     missing = tuner("evaluate", "--db", str(swept_db[0]), "--device", "cpu", "--offgrid", str(tmp_path / "no.db"))
     assert missing.returncode == 2 and "no.db does not exist" in missing.stderr
+    # the same set as measured on another host (a device named "CPU..." is a CPU): learned on one, scored on the other
+    with sqlite3.connect(off) as conn:
+        conn.execute("update environments set device_name = 'CPU of another host'")
+    other = tuner("evaluate", "--db", str(swept_db[0]), "--device", "cpu", "--offgrid", str(off), "--json")
+    assert other.returncode == 2 and "it holds CPU of another host (pass --measured-on NAME" in other.stderr
+    r = tuner("evaluate", "--db", str(swept_db[0]), "--device", "cpu", "--offgrid", str(off), "--json",
+              "--predictor-config", str(cfg), "--measured-on", "CPU of another host")
+    assert r.returncode == 0, r.stderr[-2000:]
+    on_other = json.loads(r.stdout)
+    assert on_other["measured_on"] == "CPU of another host" and on_other["device"] == res["device"]
+    assert on_other["configs"] == res["configs"]       # the same times, now read as the other device's
+    alone = tuner("evaluate", "--db", str(swept_db[0]), "--device", "cpu", "--measured-on", "CPU of another host")
+    assert alone.returncode == 2 and "give --offgrid too" in alone.stderr
 
 
 TP4 = dict(num_qo_heads=10, num_kv_heads=2, head_dim=128, kv_dtype="fp8", out_dtype="fp8")

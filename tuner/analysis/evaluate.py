@@ -101,22 +101,28 @@ def evaluate_between(db=None, device: str | None = None, methods=("learned", "ro
 
 
 def evaluate_offgrid(db, offgrid_db, device: str | None = None, methods=("learned",),
-                     config: PredictorConfig | None = None, shapes: bool = False) -> dict:
+                     config: PredictorConfig | None = None, shapes: bool = False,
+                     measured_on: str | None = None) -> dict:
     """Off the grid: fit on `db` (a heuristics.db), choose for each problem measured in `offgrid_db` (a
     seeded set of serving-like shapes, benchmarks/offgrid.py) exactly as asked, and score the choice
-    with the times measured there."""
+    with the times measured there: on `measured_on` (a device name in `offgrid_db`; default: the
+    fitted device), so that a database learned on one GPU can be scored on another's times."""
     full, dev = load_table(db, device)
-    if not store.default_path(offgrid_db).exists():
-        raise ValueError(f"{store.default_path(offgrid_db)} does not exist; measure an off-grid set into it "
-                         "first (benchmarks/offgrid.py)")
-    measured = measured_problems(read_rows(offgrid_db, dev, default_timing_mode(dev)))
+    path = store.default_path(offgrid_db)
+    if not path.exists():
+        raise ValueError(f"{path} does not exist; measure an off-grid set into it first (benchmarks/offgrid.py)")
+    truth = device_of(offgrid_db, measured_on) if measured_on else dev
+    measured = measured_problems(read_rows(offgrid_db, truth, default_timing_mode(truth)))
     if not measured:
-        raise ValueError(f"no ok measurements for {dev.name} in {store.default_path(offgrid_db)}")
+        held = store.device_names(offgrid_db)
+        hint = (f"; it holds {', '.join(held)} (pass --measured-on NAME to score on another device's times)"
+                if held else "")
+        raise ValueError(f"no ok measurements for {truth.name} in {path}{hint}")
     if any(p.skew > 1 for p in measured):         # a mixed-length set: also as the rules key a batch
         methods = (*methods, *(m for m in KEYED if m not in methods))
     configs = score(full, measured, dev, methods, config, shapes)
-    return {"device": dev.name, "offgrid_db": str(offgrid_db), "problems": len(measured),
-            "configs": configs, "overall": overall(configs)}
+    return {"device": dev.name, "measured_on": truth.name, "offgrid_db": str(offgrid_db),
+            "problems": len(measured), "configs": configs, "overall": overall(configs)}
 
 
 def evaluate_adaptive(db=None, device: str | None = None, fraction: float = 1 / 3, seed: int = 0,

@@ -22,6 +22,9 @@ def evaluate(db: Db = None, device: Dev = None,
              offgrid: Annotated[Optional[str], typer.Option(
                  help="score --db's decisions on the off-grid shapes measured in this database "
                       "(benchmarks/offgrid.py), each asked as it is")] = None,
+             measured_on: Annotated[Optional[str], typer.Option(
+                 help="with --offgrid: score on the times measured on this device there (a device name in that "
+                      "database; default: --device), e.g. the shipped H200 database on an H100's shapes")] = None,
              between: Annotated[bool, typer.Option(
                  "--between", help="fit on every other measured size, score between them, beside the bucketed "
                                    "answer (the winner at the sizes rounded up)")] = False,
@@ -64,9 +67,13 @@ def evaluate(db: Db = None, device: Dev = None,
                 res[name] = res[name]["learned"]
         print(json.dumps(res, indent=1))
         return
+    if measured_on is not None and offgrid is None:
+        raise ValueError("--measured-on names the device whose times score an --offgrid set; give --offgrid too")
     if offgrid is not None:
-        res = ev.evaluate_offgrid(db, offgrid, device, config=config, shapes=plot is not None)
+        res = ev.evaluate_offgrid(db, offgrid, device, config=config, shapes=plot is not None, measured_on=measured_on)
         title = f"{res['device']}: {res['problems']} off-grid problems measured in {offgrid}"
+        if res["measured_on"] != res["device"]:
+            title += f" on {res['measured_on']}"
     elif between:
         res = ev.evaluate_between(db, device, config=config, shapes=plot is not None)
         title = f"{res['device']}: fitted on {res['fitted']} cells, scored on the {res['held_out']} between them"
