@@ -54,6 +54,39 @@ def test_crash_hang_and_exception_fail_one_pipeline_each(tmp_path):
     assert "0 pipelines measured" in again.stdout
 
 
+LEAKY = """
+[[kernel]]
+id = "leaky"
+family = "reference"
+library = "tests"
+entry_point = "tests.leaky_runner"
+phases = ["decode"]
+device_kinds = ["cpu"]
+combos = ["bf16/bf16/bf16"]
+notes = "leaves its worker unable to make another problem's inputs"
+"""
+
+
+def test_a_problem_failing_outside_its_pipelines_gets_one_fresh_worker_before_it_is_lost(tmp_path):
+    # a worker that cannot make a later problem's inputs (out of memory, say, after earlier problems) would mark
+    # every pipeline of that problem failed though it fits a fresh worker; it gets one
+    reg = tmp_path / "leaky.toml"
+    reg.write_text(LEAKY)
+    probs = tmp_path / "p.jsonl"
+    probs.write_text("".join(json.dumps(small(batch_size=b).to_dict()) + "\n" for b in (1, 2, 4)))
+    db = tmp_path / "h.db"
+    env = {"SWITCHYARD_KERNELS": str(reg), "SWITCHYARD_RUNNERS": "leaky=tests.leaky_runner:RUNNER",
+           "PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    r = subprocess.run([sys.executable, "-m", "tuner", "sweep", "--problems", str(probs), "--device", "cpu",
+                        "--db", str(db)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    c = sqlite3.connect(db)
+    rows = c.execute("select batch_size, pipeline, status, error from measurements").fetchall()
+    assert {b for b, *_ in rows} == {1, 2, 4}
+    assert [row for row in rows if row[2] != "ok"] == []
+    assert c.execute("select count(*) from winners").fetchone()[0] == 3
+
+
 def test_the_worker_share_counts_the_warm_up_parts_once(monkeypatch, cpu):
     # "worker" is what the worker's stages leave of the wall time; the warm-up stage's parts
     # ("prepare.*") are inside "prepare", so subtracting them again shrank it (or made it negative)

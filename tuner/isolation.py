@@ -2,7 +2,8 @@
 memory access poisons a CUDA context for good; os.abort; a segfault), a hang or an out-of-memory in
 one pipeline marks that pipeline "failed" with its reason, and the problem goes on in a fresh worker
 without it. The worker tells the parent which pipeline it is about to run; that is whom a death or a
-silence longer than the per-candidate limit is blamed on."""
+silence longer than the per-candidate limit is blamed on. A problem that fails outside its pipelines (its
+inputs) in a worker that measured earlier problems is tried once more in a fresh worker."""
 from __future__ import annotations
 
 import multiprocessing as mp
@@ -66,6 +67,7 @@ class IsolatedMeasurer:
         self.ctx = mp.get_context("spawn")      # CUDA cannot be used in a forked child
         self.proc = self.conn = None
         self.restarts = 0
+        self.served = 0             # problems the running worker has finished
 
     def _start(self) -> None:
         parent, child = self.ctx.Pipe()
@@ -73,6 +75,7 @@ class IsolatedMeasurer:
         self.proc.start()
         child.close()
         self.conn = parent
+        self.served = 0
 
     def _kill(self) -> None:
         if self.proc is not None:
@@ -123,12 +126,19 @@ class IsolatedMeasurer:
                     current = (msg[1], msg[2])
                 elif msg[0] == "result":
                     clock.update(msg[2])
+                    self.served += 1
                     got = {pp.id: r for pp, r in zip(todo, msg[1])}
                     return [got.get(pp.id) or blamed[pp.id] for pp in pipes]
                 else:
                     outcome = ("error", msg[1])
+            used = self.served
             self._kill()
             self.restarts += 1
+            if outcome[0] == "error" and used:
+                # outside any pipeline (the inputs, most often out of memory): earlier problems' leftovers in
+                # that worker may be the cause, so the problem gets one fresh worker before it is marked failed
+                # (an H100 lost two small batches so: benchmarks/results/h100-2026-12-05/)
+                continue
             if current is None or outcome[0] == "error":
                 why = f"worker {outcome[0]}: {outcome[1]}"
                 for pp in todo:
