@@ -46,8 +46,15 @@ def mixed(r: dict) -> tuple[bool, str]:
 
 
 def main(paths: list[str]) -> None:
+    if not paths:
+        raise SystemExit("usage: python benchmarks/targets.py EVAL.json... (tuner evaluate --offgrid DB --json)")
     for path in paths:
-        r = json.loads(Path(path).read_text())
+        try:
+            r = json.loads(Path(path).read_text())
+            r["configs"], r["overall"]["learned"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            why = f"{type(e).__name__}: {e}"
+            raise SystemExit(f"{path} is not a `tuner evaluate --offgrid DB --json` output ({why})") from None
         is_mixed = any(k.endswith("mixed") for k in r["configs"])
         ok, line = (mixed if is_mixed else offgrid)(r)
         print(f"{Path(path).stem}: {'MET' if ok else 'not met'}: {line}")
