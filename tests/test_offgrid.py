@@ -114,6 +114,11 @@ def test_evaluate_offgrid_scores_the_decisions_on_measured_off_grid_shapes(swept
     on_other = json.loads(r.stdout)
     assert on_other["measured_on"] == "CPU of another host" and on_other["device"] == res["device"]
     assert on_other["configs"] == res["configs"]       # the same times, now read as the other device's
+    with sqlite3.connect(off) as conn:      # another architecture has other kernels: refused, not mis-scored
+        conn.execute("update environments set device_name = 'NVIDIA H100 80GB HBM3', compute_capability = '9.0'")
+    arch = tuner("evaluate", "--db", str(swept_db[0]), "--device", "cpu", "--offgrid", str(off),
+                 "--measured-on", "NVIDIA H100 80GB HBM3")
+    assert arch.returncode == 2 and "is not of" in arch.stderr and "architecture" in arch.stderr, arch.stderr
     alone = tuner("evaluate", "--db", str(swept_db[0]), "--device", "cpu", "--measured-on", "CPU of another host")
     assert alone.returncode == 2 and "give --offgrid too" in alone.stderr
 

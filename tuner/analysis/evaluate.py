@@ -112,6 +112,10 @@ def evaluate_offgrid(db, offgrid_db, device: str | None = None, methods=("learne
     if not path.exists():
         raise ValueError(f"{path} does not exist; measure an off-grid set into it first (benchmarks/offgrid.py)")
     truth = device_of(offgrid_db, measured_on) if measured_on else dev
+    if truth.compute_capability != dev.compute_capability:
+        # another architecture has other kernels, and the rules pick differently there
+        raise ValueError(f"{truth.name} (SM{truth.sm}) is not of {dev.name}'s architecture (SM{dev.sm}); score "
+                         "its times with a database measured on it")
     measured = measured_problems(read_rows(offgrid_db, truth, default_timing_mode(truth)))
     if not measured:
         held = store.device_names(offgrid_db)
