@@ -67,16 +67,17 @@ notes = "leaves its worker unable to make another problem's inputs"
 """
 
 
-def test_a_problem_failing_outside_its_pipelines_gets_one_fresh_worker_before_it_is_lost(tmp_path):
-    # a worker that cannot make a later problem's inputs (out of memory, say, after earlier problems) would mark
-    # every pipeline of that problem failed though it fits a fresh worker; it gets one
+@pytest.mark.parametrize("mode", ["inputs", "memory"])
+def test_a_problem_failing_outside_its_pipelines_gets_one_fresh_worker_before_it_is_lost(tmp_path, mode):
+    # a worker that cannot make a later problem's inputs, or finds no memory free for it (after earlier problems,
+    # say), would mark every pipeline of that problem failed or "does not fit" though it fits a fresh worker
     reg = tmp_path / "leaky.toml"
     reg.write_text(LEAKY)
     probs = tmp_path / "p.jsonl"
     probs.write_text("".join(json.dumps(small(batch_size=b).to_dict()) + "\n" for b in (1, 2, 4)))
     db = tmp_path / "h.db"
     env = {"SWITCHYARD_KERNELS": str(reg), "SWITCHYARD_RUNNERS": "leaky=tests.leaky_runner:RUNNER",
-           "PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+           "PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "LEAKY_MODE": mode}
     r = subprocess.run([sys.executable, "-m", "tuner", "sweep", "--problems", str(probs), "--device", "cpu",
                         "--db", str(db)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]

@@ -49,6 +49,10 @@ def _worker(conn, device: DeviceInfo, mode: str) -> None:
             conn.send(("error", f"{type(e).__name__}: {e}"))
 
 
+def _unfit(row: dict) -> bool:
+    return row["status"] == "unsupported" and str(row["error"] or "").startswith("does not fit")
+
+
 def _death(proc) -> str:
     code = proc.exitcode
     if code is not None and code < 0:
@@ -126,6 +130,9 @@ class IsolatedMeasurer:
                     current = (msg[1], msg[2])
                 elif msg[0] == "result":
                     clock.update(msg[2])
+                    if self.served and msg[1] and all(_unfit(r) for r in msg[1]):
+                        outcome = ("unfit", "")     # what does not fit may be the earlier problems' leftovers
+                        break
                     self.served += 1
                     got = {pp.id: r for pp, r in zip(todo, msg[1])}
                     return [got.get(pp.id) or blamed[pp.id] for pp in pipes]
@@ -134,10 +141,10 @@ class IsolatedMeasurer:
             used = self.served
             self._kill()
             self.restarts += 1
-            if outcome[0] == "error" and used:
-                # outside any pipeline (the inputs, most often out of memory): earlier problems' leftovers in
-                # that worker may be the cause, so the problem gets one fresh worker before it is marked failed
-                # (an H100 lost two small batches so: benchmarks/results/h100-2026-12-05/)
+            if outcome[0] in ("error", "unfit") and used:
+                # outside any pipeline (the inputs, most often out of memory), or "does not fit" for all: earlier
+                # problems' leftovers in that worker may be the cause, so the problem gets one fresh worker before
+                # it is marked failed (an H100 lost two small batches so: benchmarks/results/h100-2026-12-05/)
                 continue
             if current is None or outcome[0] == "error":
                 why = f"worker {outcome[0]}: {outcome[1]}"

@@ -74,7 +74,12 @@ class InputCache:
         if key not in self._held:
             self.clear()                    # free the previous problem's tensors before allocating
             if device.kind == "cuda":
+                import gc
+
                 import torch
+                # graphs and buffers held only in reference cycles keep their memory until the cyclic collector
+                # runs (an H100 worker held 71.7 GiB in graph pools between problems: results/h100-2026-12-05/)
+                gc.collect()
                 torch.cuda.empty_cache()    # once per problem: the next one may need all the memory, unfragmented
             x = make_inputs(p, device.torch_device, seed=seed)
             self._held[key] = (x, rotated(x, rotation_copies(kv_bytes(p)) if device.kind == "cuda" else 1))

@@ -144,44 +144,46 @@ def time_interleaved(fns: dict[str, list[Callable]], timer, cfg: TimingConfig | 
         prepared.pop(k, None)               # not timed further; recover() lets its buffers go
         recover(k)
 
-    for k in list(fns):
-        note("prepare", k)
-        try:
-            prepared[k] = timer.prepare(fns[k], first_warm)
-        except Exception as e:  # noqa: BLE001 (one candidate running out of memory is its result alone)
-            fail(k, e)
-    t1 = time.perf_counter()
-    names = list(prepared)
-    samples: dict[str, list[float]] = {k: [] for k in names}
-    calls: dict[str, int] = {}
-    pace = (can_win or set()) & set(names) or set(names)     # none can win: then all set it
-    out = out_of_the_race(prepared, cfg, pace)
-    for k in out:
-        us, calls[k], _ = prepared[k].first
-        samples[k].append(us)
-    active = [k for k in names if k not in out]
-    # the warm-up replay is a second witness before a candidate is dropped after its first round: one
-    # slow round alone can lock in a wrong time for a kernel tied for best (benchmarks/results/h200-2026-12-04c/)
-    witness = {k: [prepared[k].first[0]] if prepared[k].first else [] for k in names}
-    for r in range(cfg.rounds):
-        if not active:
-            break
-        if r == cfg.keep_rounds and len(active) > 1:
-            racing = [k for k in active if k in pace] or active
-            best = min(statistics.median(samples[k]) for k in racing)   # the fastest stays
-            active = [k for k in active if min(samples[k] + witness[k]) <= cfg.far_behind * best]
-        shift = r % len(active)
-        for k in active[shift:] + active[:shift]:
-            note("time", k)
+    try:
+        for k in list(fns):
+            note("prepare", k)
             try:
-                us, n = prepared[k]()
-            except Exception as e:  # noqa: BLE001
+                prepared[k] = timer.prepare(fns[k], first_warm)
+            except Exception as e:  # noqa: BLE001 (one candidate running out of memory is its result alone)
                 fail(k, e)
-                active.remove(k)
-                continue
+        t1 = time.perf_counter()
+        names = list(prepared)
+        samples: dict[str, list[float]] = {k: [] for k in names}
+        calls: dict[str, int] = {}
+        pace = (can_win or set()) & set(names) or set(names)     # none can win: then all set it
+        out = out_of_the_race(prepared, cfg, pace)
+        for k in out:
+            us, calls[k], _ = prepared[k].first
             samples[k].append(us)
-            calls[k] = n
-    timer.release()
+        active = [k for k in names if k not in out]
+        # the warm-up replay is a second witness before a candidate is dropped after its first round: one
+        # slow round alone can lock in a wrong time for a kernel tied for best (benchmarks/results/h200-2026-12-04c/)
+        witness = {k: [prepared[k].first[0]] if prepared[k].first else [] for k in names}
+        for r in range(cfg.rounds):
+            if not active:
+                break
+            if r == cfg.keep_rounds and len(active) > 1:
+                racing = [k for k in active if k in pace] or active
+                best = min(statistics.median(samples[k]) for k in racing)   # the fastest stays
+                active = [k for k in active if min(samples[k] + witness[k]) <= cfg.far_behind * best]
+            shift = r % len(active)
+            for k in active[shift:] + active[:shift]:
+                note("time", k)
+                try:
+                    us, n = prepared[k]()
+                except Exception as e:  # noqa: BLE001
+                    fail(k, e)
+                    active.remove(k)
+                    continue
+                samples[k].append(us)
+                calls[k] = n
+    finally:
+        timer.release()           # its graphs and their memory pools go, whatever was raised
     if clock is not None:
         clock["prepare"] += t1 - t0
         clock["timing"] += time.perf_counter() - t1
