@@ -49,6 +49,8 @@ def evaluate(db: Db = None, device: Dev = None,
         raise ValueError(f"--holdout {holdout} is out of range; use a fraction between 0 and 1, e.g. 0.2")
     if sum(x is not None and x is not False for x in (offgrid, between or None, train, adaptive)) > 1:
         raise ValueError("give one of --offgrid, --between, --train, --adaptive")
+    if measured_on is not None and offgrid is None:
+        raise ValueError("--measured-on names the device whose times score an --offgrid set; give --offgrid too")
     require_db(db)
     config = PredictorConfig.from_file(predictor_config) if predictor_config else None
     if plot is not None:
@@ -67,8 +69,6 @@ def evaluate(db: Db = None, device: Dev = None,
                 res[name] = res[name]["learned"]
         print(json.dumps(res, indent=1))
         return
-    if measured_on is not None and offgrid is None:
-        raise ValueError("--measured-on names the device whose times score an --offgrid set; give --offgrid too")
     if offgrid is not None:
         res = ev.evaluate_offgrid(db, offgrid, device, config=config, shapes=plot is not None, measured_on=measured_on)
         title = f"{res['device']}: {res['problems']} off-grid problems measured in {offgrid}"
