@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# usage (repository root, layout-risk.patch applied; the mixed sets decompressed as ../split-rule/README.md,
-# ../prefill-tiles/score.sh and ../h100-2026-12-05/score.sh leave them):
+# usage (repository root, layout-risk.patch applied; mixed seeds 1-3 decompressed by
+# ../h200-2026-12-05-mixedsweep/score.sh, seed 4 by `xz -dc benchmarks/results/prefill-tiles/mixed4.db.xz >
+# /tmp/prefill-tiles/mixed4.db`, the H100's seed 5 by ../h100-2026-12-05/score.sh):
 #   git apply benchmarks/results/tried-2026-12-05/layout-risk.patch && bash benchmarks/results/tried-2026-12-05/layout_risk.sh
 for w in 0 0.5 1; do
   echo "{\"layout_risk\": $w}" > /tmp/lr$w.json

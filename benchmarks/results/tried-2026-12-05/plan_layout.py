@@ -4,7 +4,8 @@ canonical one-long layout with the same batch size, mean and longest request (al
 ratio where FA2-TC's default plan measured > 1.15x the best FP8-KV pipeline.
 With DB=EVAL.json (`tuner evaluate --offgrid DB --json` of the shipped db), also the chunk ratio of every FP8-KV
 batch over 1.15 where the learned choice was FA2-TC's default plan.
-usage (repository root, the mixed sets decompressed as ../prefill-tiles/score.sh and ../split-rule/README.md do):
+usage (repository root; mixed seeds 1-3 decompressed by ../h200-2026-12-05-mixedsweep/score.sh, seed 4 by
+`xz -dc benchmarks/results/prefill-tiles/mixed4.db.xz > /tmp/prefill-tiles/mixed4.db`):
 python benchmarks/results/tried-2026-12-05/plan_layout.py /tmp/h200-2026-12-05-mixedsweep/mixed1.db=/tmp/m1.json ..."""
 import json
 import sqlite3
