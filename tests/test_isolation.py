@@ -88,6 +88,21 @@ def test_a_problem_failing_outside_its_pipelines_gets_one_fresh_worker_before_it
     assert c.execute("select count(*) from winners").fetchone()[0] == 3
 
 
+def test_a_problem_that_does_not_fit_a_fresh_worker_either_is_recorded_once(tmp_path):
+    # the retry in a fresh worker happens once: a problem too large for this machine ends "does not fit"
+    probs = tmp_path / "p.jsonl"
+    probs.write_text("".join(json.dumps(small(batch_size=b, kv_len=kv).to_dict()) + "\n"
+                             for b, kv in ((1, 64), (4096, 1 << 20))))
+    db = tmp_path / "h.db"
+    r = subprocess.run([sys.executable, "-m", "tuner", "sweep", "--problems", str(probs), "--device", "cpu",
+                        "--db", str(db)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = sqlite3.connect(db).execute("select batch_size, status, error from measurements").fetchall()
+    assert {s for b, s, _ in rows if b == 1} == {"ok"}
+    big = [(s, e) for b, s, e in rows if b == 4096]
+    assert big and all(s == "unsupported" and e.startswith("does not fit") for s, e in big)
+
+
 def test_the_worker_share_counts_the_warm_up_parts_once(monkeypatch, cpu):
     # "worker" is what the worker's stages leave of the wall time; the warm-up stage's parts
     # ("prepare.*") are inside "prepare", so subtracting them again shrank it (or made it negative)
