@@ -3,7 +3,8 @@ memory access poisons a CUDA context for good; os.abort; a segfault), a hang or 
 one pipeline marks that pipeline "failed" with its reason, and the problem goes on in a fresh worker
 without it. The worker tells the parent which pipeline it is about to run; that is whom a death or a
 silence longer than the per-candidate limit is blamed on. A problem that fails outside its pipelines (its
-inputs) in a worker that measured earlier problems is tried once more in a fresh worker."""
+inputs), or fits nowhere in memory, in a worker that measured earlier problems is tried once more in a
+fresh worker."""
 from __future__ import annotations
 
 import multiprocessing as mp

@@ -78,7 +78,8 @@ class InputCache:
 
                 import torch
                 # graphs and buffers held only in reference cycles keep their memory until the cyclic collector
-                # runs (an H100 worker held 71.7 GiB in graph pools between problems: results/h100-2026-12-05/)
+                # runs (an H100 worker held 71.7 GiB in graph pools between problems:
+                # benchmarks/results/h100-2026-12-05/)
                 gc.collect()
                 torch.cuda.empty_cache()    # once per problem: the next one may need all the memory, unfragmented
             x = make_inputs(p, device.torch_device, seed=seed)
