@@ -111,9 +111,10 @@ def test_a_slower_device_is_kept_apart_and_the_report_says_so(tmp_path):
     # each environment holds every problem: the kept-apart device swept the list on its own
     assert c.execute("select count(*) from winners").fetchone()[0] == 4
     # its rows hold its own times: 24 ms of sleep against 12 per problem (a busy CI core adds the same
-    # copy overhead to both, so the difference is compared, not the ratio)
+    # copy overhead to both, so the difference is compared, not the ratio; and the fastest round's, since
+    # a busy core can stretch the median round of cpu#0 by 8 ms, as one CI run did)
     times = {}
-    for name, key, us in c.execute("select e.device_name, m.problem_key, m.median_us from measurements m join "
+    for name, key, us in c.execute("select e.device_name, m.problem_key, m.min_us from measurements m join "
                                    "environments e on e.id = m.env_id where m.pipeline = 'sleeper[ms=12]'"):
         times.setdefault(key, {})[name.endswith("[cpu#1]")] = us
     assert len(times) == 2 and all(t[True] - t[False] > 6000 for t in times.values()), times
