@@ -86,6 +86,7 @@ def test_a_problem_failing_outside_its_pipelines_gets_one_fresh_worker_before_it
     assert {b for b, *_ in rows} == {1, 2, 4}
     assert [row for row in rows if row[2] != "ok"] == []
     assert c.execute("select count(*) from winners").fetchone()[0] == 3
+    assert "2 problems were measured again in a fresh worker" in r.stdout, r.stdout     # said, not hidden
 
 
 def test_a_problem_that_does_not_fit_a_fresh_worker_either_is_recorded_once(tmp_path):

@@ -73,6 +73,7 @@ class IsolatedMeasurer:
         self.proc = self.conn = None
         self.restarts = 0
         self.served = 0             # problems the running worker has finished
+        self.fresh_retries = 0      # problems measured again in a fresh worker (the sweep's summary says how many)
 
     def _start(self) -> None:
         parent, child = self.ctx.Pipe()
@@ -146,6 +147,7 @@ class IsolatedMeasurer:
                 # outside any pipeline (the inputs, most often out of memory), or "does not fit" for all: earlier
                 # problems' leftovers in that worker may be the cause, so the problem gets one fresh worker before
                 # it is marked failed (an H100 lost two small batches so: benchmarks/results/h100-2026-12-05/)
+                self.fresh_retries += 1
                 continue
             if current is None or outcome[0] == "error":
                 why = f"worker {outcome[0]}: {outcome[1]}"

@@ -96,6 +96,7 @@ def run_sweep(problems: list[AttentionProblem], device: DeviceInfo, store: Store
     own = opts.isolate and measurer is None
     if opts.isolate:
         ctx.measurer = isolated(device, timer.mode, opts) if own else measurer
+    retried = getattr(ctx.measurer, "fresh_retries", 0)      # a measurer kept open counts over several sweeps
     try:
         for p, pipes in plan(problems, device, registry, opts.all_tactics):
             if ctx.stopping():
@@ -103,6 +104,11 @@ def run_sweep(problems: list[AttentionProblem], device: DeviceInfo, store: Store
                 break
             sweep_one(ctx, p, pipes)
     finally:
+        retried = getattr(ctx.measurer, "fresh_retries", 0) - retried
+        if retried:
+            ctx.report.notes.append(f"{retried} problems were measured again in a fresh worker: in the one that met "
+                                    "them first they failed outside their pipelines or fit no memory left after "
+                                    "earlier problems (tuner/isolation.py)")
         INPUTS.clear()
         if own and ctx.measurer is not None:
             ctx.measurer.close()
