@@ -114,6 +114,12 @@ def test_evaluate_offgrid_scores_the_decisions_on_measured_off_grid_shapes(swept
     on_other = json.loads(r.stdout)
     assert on_other["measured_on"] == "CPU of another host" and on_other["device"] == res["device"]
     assert on_other["configs"] == res["configs"]       # the same times, now read as the other device's
+    assert "note" not in on_other                       # a CPU has no SM count to differ in
+    with sqlite3.connect(off) as conn:      # same architecture, other SM count: scored, and the title says so
+        conn.execute("update environments set sm_count = 114")
+    odd = tuner("evaluate", "--db", str(swept_db[0]), "--device", "cpu", "--offgrid", str(off),
+                "--predictor-config", str(cfg), "--measured-on", "CPU of another host")
+    assert odd.returncode == 0 and "CPU of another host has 114 SMs" in " ".join(odd.stdout.split()), odd.stdout
     with sqlite3.connect(off) as conn:      # another architecture has other kernels: refused, not mis-scored
         conn.execute("update environments set device_name = 'NVIDIA H100 80GB HBM3', compute_capability = '9.0'")
     arch = tuner("evaluate", "--db", str(swept_db[0]), "--device", "cpu", "--offgrid", str(off),

@@ -125,8 +125,12 @@ def evaluate_offgrid(db, offgrid_db, device: str | None = None, methods=("learne
     if any(p.skew > 1 for p in measured):         # a mixed-length set: also as the rules key a batch
         methods = (*methods, *(m for m in KEYED if m not in methods))
     configs = score(full, measured, dev, methods, config, shapes)
-    return {"device": dev.name, "measured_on": truth.name, "offgrid_db": str(offgrid_db),
-            "problems": len(measured), "configs": configs, "overall": overall(configs)}
+    res = {"device": dev.name, "measured_on": truth.name, "offgrid_db": str(offgrid_db),
+           "problems": len(measured), "configs": configs, "overall": overall(configs)}
+    if truth.sm_count != dev.sm_count:       # the same kernels, but the waves of work fall elsewhere
+        res["note"] = (f"{truth.name} has {truth.sm_count or 'unknown'} SMs, {dev.name} "
+                       f"{dev.sm_count or 'unknown'}: the choices assume the latter")
+    return res
 
 
 def evaluate_adaptive(db=None, device: str | None = None, fraction: float = 1 / 3, seed: int = 0,

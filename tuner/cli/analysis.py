@@ -74,6 +74,8 @@ def evaluate(db: Db = None, device: Dev = None,
         title = f"{res['device']}: {res['problems']} off-grid problems measured in {offgrid}"
         if res["measured_on"] != res["device"]:
             title += f" on {res['measured_on']}"
+        if "note" in res:
+            title += f" ({res['note']})"
     elif between:
         res = ev.evaluate_between(db, device, config=config, shapes=plot is not None)
         title = f"{res['device']}: fitted on {res['fitted']} cells, scored on the {res['held_out']} between them"
