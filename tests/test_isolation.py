@@ -1,6 +1,7 @@
 """Fault isolation: a runner that aborts the process, one that hangs and one that raises; the sweep
 completes and records each failure with its reason."""
 import json
+import re
 import sqlite3
 import subprocess
 import sys
@@ -86,11 +87,28 @@ def test_a_problem_failing_outside_its_pipelines_gets_one_fresh_worker_before_it
     assert {b for b, *_ in rows} == {1, 2, 4}
     assert [row for row in rows if row[2] != "ok"] == []
     assert c.execute("select count(*) from winners").fetchone()[0] == 3
-    assert "2 problems were measured again in a fresh worker" in r.stdout, r.stdout     # said, not hidden
+    assert "measured again in a fresh worker 2 times" in r.stdout, r.stdout     # said, not hidden
 
 
-def test_a_problem_that_does_not_fit_a_fresh_worker_either_is_recorded_once(tmp_path):
-    # the retry in a fresh worker happens once: a problem too large for this machine ends "does not fit"
+@pytest.mark.slow
+def test_a_several_device_sweep_says_how_often_a_fresh_worker_measured_again(tmp_path):
+    reg = tmp_path / "leaky.toml"
+    reg.write_text(LEAKY)
+    probs = tmp_path / "p.jsonl"
+    probs.write_text("".join(json.dumps(small(batch_size=b).to_dict()) + "\n" for b in (1, 2, 4)))
+    db = tmp_path / "h.db"
+    env = {"SWITCHYARD_KERNELS": str(reg), "SWITCHYARD_RUNNERS": "leaky=tests.leaky_runner:RUNNER",
+           "PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "LEAKY_MODE": "memory"}
+    r = subprocess.run([sys.executable, "-m", "tuner", "sweep", "--problems", str(probs), "--device", "cpu",
+                        "--devices", "cpu,cpu", "--db", str(db)], cwd=ROOT, env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert re.search(r"measured again in a fresh worker \d+ times?", r.stdout), r.stdout
+    assert sqlite3.connect(db).execute("select count(*) from measurements where status != 'ok'").fetchone()[0] == 0
+
+
+def test_a_problem_too_large_for_an_empty_worker_is_not_retried(tmp_path):
+    # a problem too large for this machine's whole memory ends "does not fit" without a fresh worker
     probs = tmp_path / "p.jsonl"
     probs.write_text("".join(json.dumps(small(batch_size=b, kv_len=kv).to_dict()) + "\n"
                              for b, kv in ((1, 64), (4096, 1 << 20))))
@@ -102,6 +120,7 @@ def test_a_problem_that_does_not_fit_a_fresh_worker_either_is_recorded_once(tmp_
     assert {s for b, s, _ in rows if b == 1} == {"ok"}
     big = [(s, e) for b, s, e in rows if b == 4096]
     assert big and all(s == "unsupported" and e.startswith("does not fit") for s, e in big)
+    assert "fresh worker" not in r.stdout       # too large for an empty worker too: no worker started for it
 
 
 def test_the_worker_share_counts_the_warm_up_parts_once(monkeypatch, cpu):

@@ -18,8 +18,9 @@ from dispatcher.pipeline import Pipeline
 from dispatcher.problem import AttentionProblem
 
 from .clock import stages
-from .measure import measure_problem
+from .measure import measure_problem, total_bytes
 from .options import SweepOptions
+from .sizes import working_bytes
 from .store import result_row
 from .timing import make_timer
 
@@ -132,8 +133,9 @@ class IsolatedMeasurer:
                     current = (msg[1], msg[2])
                 elif msg[0] == "result":
                     clock.update(msg[2])
-                    if self.served and msg[1] and all(_unfit(r) for r in msg[1]):
-                        outcome = ("unfit", "")     # what does not fit may be the earlier problems' leftovers
+                    if self.served and msg[1] and all(_unfit(r) for r in msg[1]) and \
+                            working_bytes(problem) <= opts.memory_fraction * total_bytes(self.device):
+                        outcome = ("unfit", "")     # it fits an empty worker: the earlier problems' leftovers may not
                         break
                     self.served += 1
                     got = {pp.id: r for pp, r in zip(todo, msg[1])}

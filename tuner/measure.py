@@ -63,25 +63,38 @@ def error_text(e: BaseException) -> str:
     return last[:2000]
 
 
+def total_bytes(device: DeviceInfo) -> int:
+    """The device's whole memory (CPU: physical memory): what a problem could have in an empty worker."""
+    if device.kind == "cuda":
+        return device.memory_bytes
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
 class InputCache:
     """The last problem's inputs: a tactic search measures one problem many times."""
 
     def __init__(self) -> None:
         self._held: dict[tuple, tuple[PagedInputs, list[PagedInputs]]] = {}
 
+    def make_room(self, p: AttentionProblem, device: DeviceInfo, seed: int) -> None:
+        """Before another problem's fit check: the previous problem's tensors go, and what they held returns."""
+        if (p, device.torch_device, seed) in self._held:
+            return
+        self.clear()
+        if device.kind == "cuda":
+            import gc
+
+            import torch
+            # graphs and buffers held only in reference cycles keep their memory until the cyclic collector
+            # runs (an H100 worker held 71.7 GiB in graph pools between problems:
+            # benchmarks/results/h100-2026-12-05/)
+            gc.collect()
+            torch.cuda.empty_cache()        # once per problem: the next one may need all the memory, unfragmented
+
     def get(self, p: AttentionProblem, device: DeviceInfo, seed: int) -> tuple[PagedInputs, list[PagedInputs]]:
         key = (p, device.torch_device, seed)
         if key not in self._held:
-            self.clear()                    # free the previous problem's tensors before allocating
-            if device.kind == "cuda":
-                import gc
-
-                import torch
-                # graphs and buffers held only in reference cycles keep their memory until the cyclic collector
-                # runs (an H100 worker held 71.7 GiB in graph pools between problems:
-                # benchmarks/results/h100-2026-12-05/)
-                gc.collect()
-                torch.cuda.empty_cache()    # once per problem: the next one may need all the memory, unfragmented
+            self.make_room(p, device, seed)
             x = make_inputs(p, device.torch_device, seed=seed)
             self._held[key] = (x, rotated(x, rotation_copies(kv_bytes(p)) if device.kind == "cuda" else 1))
         return self._held[key]
@@ -100,6 +113,7 @@ def measure_problem(p: AttentionProblem, pipes: list[Pipeline], device: DeviceIn
     `note(stage, pipeline_id)` is told which pipeline is about to run (see tuner/isolation.py);
     `clock` gathers seconds per stage."""
     note = note or (lambda stage, pid: None)
+    INPUTS.make_room(p, device, opts.seed)
     need = working_bytes(p)
     budget_bytes = opts.memory_fraction * free_bytes(device)
     if need > budget_bytes:

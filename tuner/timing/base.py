@@ -140,7 +140,7 @@ def time_interleaved(fns: dict[str, list[Callable]], timer, cfg: TimingConfig | 
     def fail(k: str, e: BaseException) -> None:
         if failed is None:
             raise e
-        failed[k] = e
+        failed[k] = e.with_traceback(None)  # its traceback holds this frame: a cycle that kept every graph alive
         prepared.pop(k, None)               # not timed further; recover() lets its buffers go
         recover(k)
 
@@ -182,11 +182,13 @@ def time_interleaved(fns: dict[str, list[Callable]], timer, cfg: TimingConfig | 
                     continue
                 samples[k].append(us)
                 calls[k] = n
+        if clock is not None:
+            clock["prepare"] += t1 - t0
+            clock["timing"] += time.perf_counter() - t1
+            clock.update(timer.parts)
+        stats = {k: summarize(samples[k], calls[k]) for k in names if k in prepared}
     finally:
         timer.release()           # its graphs and their memory pools go, whatever was raised
-    if clock is not None:
-        clock["prepare"] += t1 - t0
-        clock["timing"] += time.perf_counter() - t1
-        clock.update(timer.parts)
-    timer.parts.clear()                            # handed over: the next problem's parts start from zero
-    return {k: summarize(samples[k], calls[k]) for k in names if k in prepared}
+        timer.parts.clear()       # handed over (or lost with the error): the next problem's parts start from zero
+        prepared.clear()
+    return stats
