@@ -92,9 +92,10 @@ class InputCache:
             torch.cuda.empty_cache()        # once per problem: the next one may need all the memory, unfragmented
 
     def get(self, p: AttentionProblem, device: DeviceInfo, seed: int) -> tuple[PagedInputs, list[PagedInputs]]:
+        """p's inputs, made where not held; make_room(p, ...) first (measure_problem does, before its fit check)."""
         key = (p, device.torch_device, seed)
         if key not in self._held:
-            self.make_room(p, device, seed)
+            self.clear()
             x = make_inputs(p, device.torch_device, seed=seed)
             self._held[key] = (x, rotated(x, rotation_copies(kv_bytes(p)) if device.kind == "cuda" else 1))
         return self._held[key]
