@@ -68,10 +68,8 @@ notes = "leaves its worker unable to make another problem's inputs"
 """
 
 
-@pytest.mark.parametrize("mode", ["inputs", "memory"])
-def test_a_problem_failing_outside_its_pipelines_gets_one_fresh_worker_before_it_is_lost(tmp_path, mode):
-    # a worker that cannot make a later problem's inputs, or finds no memory free for it (after earlier problems,
-    # say), would mark every pipeline of that problem failed or "does not fit" though it fits a fresh worker
+def leaky_sweep(tmp_path, mode: str, *more: str):
+    """A CPU sweep of three problems with the leaky kernel (tests/leaky_runner.py) in LEAKY_MODE `mode`."""
     reg = tmp_path / "leaky.toml"
     reg.write_text(LEAKY)
     probs = tmp_path / "p.jsonl"
@@ -80,8 +78,16 @@ def test_a_problem_failing_outside_its_pipelines_gets_one_fresh_worker_before_it
     env = {"SWITCHYARD_KERNELS": str(reg), "SWITCHYARD_RUNNERS": "leaky=tests.leaky_runner:RUNNER",
            "PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "LEAKY_MODE": mode}
     r = subprocess.run([sys.executable, "-m", "tuner", "sweep", "--problems", str(probs), "--device", "cpu",
-                        "--db", str(db)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+                        "--db", str(db), *more], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
+    return r, db
+
+
+@pytest.mark.parametrize("mode", ["inputs", "memory"])
+def test_a_problem_failing_outside_its_pipelines_gets_one_fresh_worker_before_it_is_lost(tmp_path, mode):
+    # a worker that cannot make a later problem's inputs, or finds no memory free for it (after earlier problems,
+    # say), would mark every pipeline of that problem failed or "does not fit" though it fits a fresh worker
+    r, db = leaky_sweep(tmp_path, mode)
     c = sqlite3.connect(db)
     rows = c.execute("select batch_size, pipeline, status, error from measurements").fetchall()
     assert {b for b, *_ in rows} == {1, 2, 4}
@@ -92,17 +98,7 @@ def test_a_problem_failing_outside_its_pipelines_gets_one_fresh_worker_before_it
 
 @pytest.mark.slow
 def test_a_several_device_sweep_says_how_often_a_fresh_worker_measured_again(tmp_path):
-    reg = tmp_path / "leaky.toml"
-    reg.write_text(LEAKY)
-    probs = tmp_path / "p.jsonl"
-    probs.write_text("".join(json.dumps(small(batch_size=b).to_dict()) + "\n" for b in (1, 2, 4)))
-    db = tmp_path / "h.db"
-    env = {"SWITCHYARD_KERNELS": str(reg), "SWITCHYARD_RUNNERS": "leaky=tests.leaky_runner:RUNNER",
-           "PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "LEAKY_MODE": "memory"}
-    r = subprocess.run([sys.executable, "-m", "tuner", "sweep", "--problems", str(probs), "--device", "cpu",
-                        "--devices", "cpu,cpu", "--db", str(db)], cwd=ROOT, env=env, capture_output=True, text=True,
-                       timeout=600)
-    assert r.returncode == 0, r.stderr[-2000:]
+    r, db = leaky_sweep(tmp_path, "memory", "--devices", "cpu,cpu")
     assert re.search(r"measured again in a fresh worker \d+ times?", r.stdout), r.stdout
     assert sqlite3.connect(db).execute("select count(*) from measurements where status != 'ok'").fetchone()[0] == 0
 
