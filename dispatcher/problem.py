@@ -108,6 +108,13 @@ def snap(n: int) -> int:
     return cell_size(size_cell(n))
 
 
+def snap_below(n: int) -> int:
+    """The largest representative size (snap's) at most n: a clamped size stays a representative, so
+    that a cell's representative is its own."""
+    k = size_cell(n)
+    return cell_size(k) if cell_size(k) <= n else cell_size(k - 1)
+
+
 def longest_request(batch_size: int, mean: int, q_len: int) -> int:
     """The longest a request of a batch with this mean KV length can be: every other one keeps its
     q_len new tokens."""
@@ -247,7 +254,7 @@ class AttentionProblem:
         tiles = q_tiles(self.q_len)
         q = min(max(snap(self.q_len), (tiles - 1) * Q_TILE + 1), tiles * Q_TILE)
         kv = max(snap(self.kv_len), q)
-        top = min(max(snap(self.max_kv_len), kv), longest_request(self.batch_size, kv, q))
+        top = max(min(snap(self.max_kv_len), snap_below(longest_request(self.batch_size, kv, q))), kv)
         if (q, kv, top) == (self.q_len, self.kv_len, self.max_kv_len):
             return self
         return dataclasses.replace(self, q_len=q, kv_len=kv, max_kv_len=top, seq_lens=None)

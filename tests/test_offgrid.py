@@ -50,6 +50,17 @@ def test_measured_means_measured_within_the_cell():
     assert len({id(x) for x in same}) == 1          # one decision per cell, whatever the order of asking
 
 
+def test_a_measured_cell_at_the_longest_request_the_batch_allows_reads_measured():
+    # the sweep measures a cell's representative; asked again for the batch it stands for, the answer
+    # is that measurement (a representative that moved again on loading was answered as learned)
+    from tests.test_model import _row
+    asked = small(**SCOUT, batch_size=21, kv_len=33937, max_kv_len=712657)
+    measured = asked.cell()
+    t = Table.from_rows([_row(measured, XQA, 900.0), _row(measured, TC, 400.0)])
+    d = Dispatcher(t, H200).choose(asked)
+    assert d.source == "measured" and d.kernel == "fa2-tc", d.reason
+
+
 def test_the_predictor_settings_round_trip_and_bad_ones_name_themselves(tmp_path):
     cfg = PredictorConfig(batch_step=2.0, twin_weight=0.25, k_nearest=8)
     path = tmp_path / "p.json"

@@ -44,6 +44,15 @@ def test_a_cell_keeps_the_batch_and_snaps_lengths_to_an_eighth_of_an_octave():
     assert small(batch_size=12, kv_len=1800).cell_key() == p.cell_key() != small(batch_size=12, kv_len=1790).cell_key()
 
 
+def test_a_cell_at_the_longest_request_the_batch_allows_is_its_own_cell():
+    # batch 21 of mean 33937: the longest request can hold 712657 tokens, past its cell's representative
+    # at the snapped mean (688108 there); the representative must not move again when asked for its cell
+    p = small(batch_size=21, kv_len=33937, max_kv_len=712657)
+    c = p.cell()
+    assert (c.kv_len, c.max_kv_len) == (32768, 679917)
+    assert c.cell() is c
+
+
 def test_no_cell_straddles_a_query_tile():
     # 130 query rows run a second, nearly empty 128-row tile: not decided (or stored) as 128 rows
     def pre(q):
