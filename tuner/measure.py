@@ -58,6 +58,18 @@ def free_after_error(device: DeviceInfo) -> None:
         torch.cuda.empty_cache()
 
 
+def collect_garbage(device: DeviceInfo) -> None:
+    """What only reference cycles still hold (graphs, workspaces) goes back: an H100 worker held 71.7 GiB
+    in graph pools between problems (benchmarks/results/h100-2026-12-05/). Only where a problem would not
+    fit otherwise: one collection per problem cost the H100 sweep ~0.14 s a problem
+    (benchmarks/results/h100-2026-12-05b/)."""
+    import gc
+    gc.collect()
+    if device.kind == "cuda":
+        import torch
+        torch.cuda.empty_cache()
+
+
 def error_text(e: BaseException) -> str:
     last = traceback.format_exception_only(type(e), e)[-1].strip()
     return last[:2000]
@@ -82,13 +94,7 @@ class InputCache:
             return
         self.clear()
         if device.kind == "cuda":
-            import gc
-
             import torch
-            # graphs and buffers held only in reference cycles keep their memory until the cyclic collector
-            # runs (an H100 worker held 71.7 GiB in graph pools between problems:
-            # benchmarks/results/h100-2026-12-05/)
-            gc.collect()
             torch.cuda.empty_cache()        # once per problem: the next one may need all the memory, unfragmented
 
     def get(self, p: AttentionProblem, device: DeviceInfo, seed: int) -> tuple[PagedInputs, list[PagedInputs]]:
@@ -117,6 +123,9 @@ def measure_problem(p: AttentionProblem, pipes: list[Pipeline], device: DeviceIn
     INPUTS.make_room(p, device, opts.seed)
     need = working_bytes(p)
     budget_bytes = opts.memory_fraction * free_bytes(device)
+    if need > budget_bytes:
+        collect_garbage(device)
+        budget_bytes = opts.memory_fraction * free_bytes(device)
     if need > budget_bytes:
         why = f"does not fit: needs ~{need / 2**30:.1f} GiB, {budget_bytes / 2**30:.1f} GiB usable on {device.name}"
         return [result_row(pp, "unsupported", error=why) for pp in pipes]
