@@ -1,0 +1,61 @@
+"""Decode batches at 1.5 waves of work (batch x KV heads = 1.5 x the SMs, rounded to the decision
+lattice's batch), FP8 KV, the MIXED grid's KV lengths and skews: the regime between FlashInfer's one
+wave and its unsplit_waves where no grid point falls (batch 64 and 128 of 2 KV heads are 0.97 and 1.94
+waves on 132 SMs) and where the random mixed sets' worst FP8 choices are (benchmarks/results/waves/).
+Laid out as the sweep lays out a batch (--layout one-long, tuner/lengths.py's canonical) or by
+`spread` (the same statistics, lengths evenly spaced down from the longest), as JSON lines for
+`tuner sweep --problems`.
+
+    python benchmarks/wave_points.py --layout one-long --out benchmarks/results/waves/one-long.jsonl
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from offgrid import configurations  # the off-grid set's configurations (benchmarks/offgrid.py)
+
+from dispatcher.problem import AttentionProblem, longest_request
+from tuner.grid import MIXED
+from tuner.lengths import LAYOUTS
+from tuner.sizes import kv_bytes
+
+
+def points(layout: str, sm_count: int = 132, waves: float = 1.5, model: str = "llama4-scout",
+           memory_gib: float = 141.0) -> list[AttentionProblem]:
+    fields, cap = configurations(model, memory_gib)
+    out = []
+    for base in fields:
+        if base["kv_dtype"] != "fp8":
+            continue
+        b = round(waves * sm_count / base["num_kv_heads"])
+        for skew in MIXED.decode_skew:
+            if skew == 1 and layout != "one-long":
+                continue                  # a uniform batch has one layout
+            for kv in MIXED.decode_kv:
+                top = kv * skew
+                if kv < 512 or top > min(max(MIXED.decode_kv), longest_request(b, kv, 1)):
+                    continue
+                p = AttentionProblem(phase="decode", batch_size=b, kv_len=kv, max_kv_len=top, **base)
+                if kv_bytes(p) > cap:
+                    continue
+                out.append(p if skew == 1 else
+                           AttentionProblem.from_seq_lens(seq_lens=LAYOUTS[layout](p), phase="decode", **base))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--layout", choices=sorted(LAYOUTS), default="one-long")
+    ap.add_argument("--sm-count", type=int, default=132, help="the GPU's SMs (132: H100, H200)")
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    probs = points(a.layout, a.sm_count)
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text("".join(json.dumps(p.to_dict()) + "\n" for p in probs))
+    print(f"{len(probs)} batches ({a.layout}) -> {a.out}")
+
+
+if __name__ == "__main__":
+    main()
