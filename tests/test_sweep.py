@@ -144,6 +144,37 @@ def test_a_problem_whose_room_only_the_cycle_collector_frees_is_measured(db_path
     assert {m["status"] for m in rows(db_path, "select status from measurements")} == {"ok"}
 
 
+def test_a_pipeline_out_of_memory_while_a_cycle_holds_it_is_built_again_after_collecting(db_path, cpu, monkeypatch):
+    # the fit check passed, but building ran out of memory an earlier problem's cycle-held graphs still
+    # had: the pipeline is built once more after the collector runs, and measured
+    import gc
+
+    import tuner.measure as measure
+    held = [True]
+
+    class Hog:
+        def __del__(self):
+            held.clear()
+    hog = Hog()
+    hog.me = hog
+    del hog
+    real = measure.build_rotated
+
+    def build(runner, pipe, copies):
+        if held:
+            raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB (injected)")
+        return real(runner, pipe, copies)
+    monkeypatch.setattr(measure, "build_rotated", build)
+    gc.disable()
+    try:
+        s = Store(db_path)
+        run_sweep([small()], cpu, s, FAST)
+        s.close()
+    finally:
+        gc.enable()
+    assert {m["status"] for m in rows(db_path, "select status from measurements")} == {"ok"}
+
+
 def test_shapes_that_do_not_fit_are_recorded_unsupported(db_path, cpu):
     s = Store(db_path)
     run_sweep([small()], cpu, s, FAST, SweepOptions(memory_fraction=1e-12))

@@ -53,9 +53,11 @@ def free_after_error(device: DeviceInfo) -> None:
     """After a pipeline failed while timing: clear the error, and give the freed memory back (an
     out-of-memory failure left the cache full of the blocks the next pipeline's capture needs)."""
     clear_cuda_error(device)
-    if device.kind == "cuda":
-        import torch
-        torch.cuda.empty_cache()
+    collect_garbage(device)
+
+
+def out_of_memory(e: BaseException) -> bool:
+    return "out of memory" in str(e).lower()
 
 
 def collect_garbage(device: DeviceInfo) -> None:
@@ -141,14 +143,10 @@ def measure_problem(p: AttentionProblem, pipes: list[Pipeline], device: DeviceIn
             continue
         note("check", pipe.id)
         try:
-            with stage(clock, "check"):
-                built = build_rotated(runner, pipe, copies)
-                err = relative_error(built[0](), x, pipe.fused_out_quant or pipe.out_quant)
+            fns[pipe.id], errs[pipe.id] = checked(runner, pipe, copies, x, device, clock)
         except Exception as e:  # noqa: BLE001 (a kernel failing is a result, not a sweep error)
             rows[pipe.id] = result_row(pipe, "failed", error=error_text(e))
             clear_cuda_error(device)
-            continue
-        fns[pipe.id], errs[pipe.id] = built, err
     if fns:
         failed: dict[str, BaseException] = {}
 
@@ -170,6 +168,25 @@ def measure_problem(p: AttentionProblem, pipes: list[Pipeline], device: DeviceIn
                                    error=None if status == "ok" else
                                    f"relative error {errs[pid]:.4f} over the budget {budget:g}")
     return [rows[pp.id] for pp in pipes]   # one row per pipeline, in order
+
+
+def checked(runner: Any, pipe: Pipeline, copies: list[PagedInputs], x: PagedInputs, device: DeviceInfo,
+            clock: Counter[str] | None) -> tuple[list[Callable[[], Any]], float]:
+    """`pipe` built on every rotated copy, and its first output's relative error. Out of memory, it is
+    built once more after what only reference cycles held is collected (collect_garbage is not run before
+    every problem, so an earlier problem's graphs may still hold the memory)."""
+    def check() -> tuple[list[Callable[[], Any]], float]:
+        with stage(clock, "check"):
+            built = build_rotated(runner, pipe, copies)
+            return built, relative_error(built[0](), x, pipe.fused_out_quant or pipe.out_quant)
+    try:
+        return check()
+    except Exception as e:  # noqa: BLE001
+        if not out_of_memory(e):
+            raise
+    clear_cuda_error(device)
+    collect_garbage(device)
+    return check()
 
 
 def record_problem(p: AttentionProblem, pipes: list[Pipeline], rows: list[Row], store: Store, env_id: int,
