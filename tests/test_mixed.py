@@ -247,3 +247,30 @@ def test_a_large_batch_runs_its_longest_request_unsplit_in_the_default_fa2_plan(
     assert mixed.kernel == "trtllm-xqa", mixed.reason
     small = d.choose(AttentionProblem(**scout, batch_size=8, kv_len=2100, max_kv_len=16000))  # < 2 waves: split
     assert small.kernel == "fa2-tc", small.reason
+
+
+def partial_wave_table(kv_dtype: str) -> tuple[Table, Pipeline, Pipeline]:
+    """10/2 heads, batch 96 (1.45 waves of the H200's 132 SMs): FA2-TC 8% ahead of XQA at the mean,
+    XQA's one wave at the longest length 185 us."""
+    xqa = Pipeline("trtllm-xqa", "bf16", kv_dtype, "bf16", tactic=(("enable_pdl", True),))
+    tc = Pipeline("fa2-tc", "bf16", kv_dtype, "bf16", tactic=(("fixed_split_size", 0),))
+    t = Table()
+    for b, kv, x, c in ((96, 8192, 180, 165), (66, 16384, 185, 200), (96, 16384, 350, 330)):
+        p = AttentionProblem(**dict(TP4, kv_dtype=kv_dtype), batch_size=b, kv_len=kv)
+        t.add(p, Timing(xqa, x, 1.0, 0.04))
+        t.add(p, Timing(tc, c, 1.0, 0.003))
+    return t, xqa, tc
+
+
+def test_fp8_mixed_batches_between_one_wave_and_unsplit_waves_price_the_balanced_plan_higher():
+    # on four H200 mixed sets FA2-TC's default plan ran 1.48x the batch at the mean with FP8 KV past one
+    # wave (1.1x with BF16 KV), where XQA's prior held: batch 93 x 8480, longest 15379 chose FA2-TC at
+    # 249 us against XQA's 186 (benchmarks/results/waves/)
+    from dispatcher.predictor import PredictorConfig
+    spread = dict(batch_size=96, kv_len=8192, max_kv_len=16384)
+    t, xqa, tc = partial_wave_table("fp8")
+    fp8 = AttentionProblem(**TP4, **spread)
+    assert Dispatcher(t, H200).choose(fp8).pipeline == xqa.id
+    assert Dispatcher(t, H200, predictor=PredictorConfig(fp8_partial_waves=1.0)).choose(fp8).pipeline == tc.id
+    t, xqa, tc = partial_wave_table("bf16")
+    assert Dispatcher(t, H200).choose(AttentionProblem(**dict(TP4, kv_dtype="bf16"), **spread)).pipeline == tc.id
