@@ -249,8 +249,9 @@ class AttentionProblem:
 
     def cell(self) -> AttentionProblem:
         """The problem that stands for this one's cell (see CELLS_PER_OCTAVE): the same batch size,
-        q_len and kv_len at their cells' representative sizes, q_len within its own query tiles (Q_TILE).
-        Power-of-two sizes are their own."""
+        q_len and kv_len at their cells' representative sizes, q_len within its own query tiles (Q_TILE),
+        max_kv_len at the largest representative the batch allows at that mean. Power-of-two sizes are
+        their own, and a representative is its own cell's."""
         tiles = q_tiles(self.q_len)
         q = min(max(snap(self.q_len), (tiles - 1) * Q_TILE + 1), tiles * Q_TILE)
         kv = max(snap(self.kv_len), q)

@@ -63,7 +63,7 @@ def out_of_memory(e: BaseException) -> bool:
 def collect_garbage(device: DeviceInfo) -> None:
     """What only reference cycles still hold (graphs, workspaces) goes back: an H100 worker held 71.7 GiB
     in graph pools between problems (benchmarks/results/h100-2026-12-05/). Only where a problem would not
-    fit otherwise: one collection per problem cost the H100 sweep ~0.14 s a problem
+    fit otherwise: the H100 sweep's unaccounted time rose ~0.13 s a problem with one per problem
     (benchmarks/results/h100-2026-12-05b/)."""
     import gc
     gc.collect()
