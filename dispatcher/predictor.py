@@ -311,7 +311,7 @@ class FittedModel:
         sms = self.sm_count
         waves = p.batch_size * p.num_kv_heads / sms if sms else 0.0
         full = bool(sms) and waves >= self.config.unsplit_waves
-        partial = self.config.fp8_partial_waves if p.kv_dtype == "fp8" else 1.0
+        partial = self.config.fp8_partial_waves if p.kv_dtype == "fp8" and p.phase == "decode" else 1.0
         split_longest = not sms or waves >= self.config.longest_alone_waves      # no SM count: the old rule
         wave = min(p.batch_size, max(1, sms // p.num_kv_heads)) if sms else p.batch_size
         mean = at(stepped=False, max_kv_len=p.kv_len)      # its short requests end early: no whole waves

@@ -255,7 +255,8 @@ def partial_wave_table(kv_dtype: str) -> tuple[Table, Pipeline, Pipeline]:
     xqa = Pipeline("trtllm-xqa", "bf16", kv_dtype, "bf16", tactic=(("enable_pdl", True),))
     tc = Pipeline("fa2-tc", "bf16", kv_dtype, "bf16", tactic=(("fixed_split_size", 0),))
     t = Table()
-    for b, kv, x, c in ((96, 8192, 180, 165), (66, 16384, 185, 200), (96, 16384, 350, 330)):
+    for b, kv, x, c in ((96, 8192, 180, 165), (66, 16384, 185, 200), (96, 16384, 350, 330), (64, 8192, 120, 110),
+                        (64, 16384, 230, 220)):
         p = AttentionProblem(**dict(TP4, kv_dtype=kv_dtype), batch_size=b, kv_len=kv)
         t.add(p, Timing(xqa, x, 1.0, 0.04))
         t.add(p, Timing(tc, c, 1.0, 0.003))
@@ -272,5 +273,7 @@ def test_fp8_mixed_batches_between_one_wave_and_unsplit_waves_price_the_balanced
     fp8 = AttentionProblem(**TP4, **spread)
     assert Dispatcher(t, H200).choose(fp8).pipeline == xqa.id
     assert Dispatcher(t, H200, predictor=PredictorConfig(fp8_partial_waves=1.0)).choose(fp8).pipeline == tc.id
+    below_one_wave = Dispatcher(t, H200).model.ragged_prior(AttentionProblem(**TP4, **dict(spread, batch_size=64)))
+    assert {x.pipeline.id: x.median_us for x in below_one_wave}[tc.id] == 110     # 0.97 waves: the mean batch's
     t, xqa, tc = partial_wave_table("bf16")
     assert Dispatcher(t, H200).choose(AttentionProblem(**dict(TP4, kv_dtype="bf16"), **spread)).pipeline == tc.id

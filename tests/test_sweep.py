@@ -168,11 +168,13 @@ def test_a_pipeline_out_of_memory_while_a_cycle_holds_it_is_built_again_after_co
     gc.disable()
     try:
         s = Store(db_path)
-        run_sweep([small()], cpu, s, FAST)
+        report = run_sweep([small()], cpu, s, FAST)
         s.close()
     finally:
         gc.enable()
     assert {m["status"] for m in rows(db_path, "select status from measurements")} == {"ok"}
+    from tuner.clock import stage_line
+    assert "collecting reference cycles where memory ran short" in stage_line(report.seconds)   # the summary says so
 
 
 def test_shapes_that_do_not_fit_are_recorded_unsupported(db_path, cpu):

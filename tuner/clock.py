@@ -9,6 +9,7 @@ from contextlib import contextmanager
 STAGES = {"jit": "JIT build", "inputs": "inputs and fp32 reference", "check": "build + accuracy check",
           "prepare": "warm-up (+ graph capture)", "timing": "timed rounds",
           "store": "database", "worker": "worker start and messages",
+          "collect": "collecting reference cycles where memory ran short",
           # parts of "prepare", shown inside it (tuner.timing.base.part)
           "prepare.warmup": "warm-up calls", "prepare.estimate": "call-length estimate",
           "prepare.capture": "graph capture + first replay"}

@@ -57,14 +57,15 @@ def free_after_error(device: DeviceInfo) -> None:
 
 
 def out_of_memory(e: BaseException) -> bool:
-    return "out of memory" in str(e).lower()
+    text = str(e).lower()
+    return "out of memory" in text or "alloc_failed" in text      # torch and CUDA; cuDNN and cuBLAS
 
 
 def collect_garbage(device: DeviceInfo) -> None:
     """What only reference cycles still hold (graphs, workspaces) goes back: an H100 worker held 71.7 GiB
     in graph pools between problems (benchmarks/results/h100-2026-12-05/). Only where a problem would not
-    fit otherwise: the H100 sweep's unaccounted time rose ~0.13 s a problem with one per problem
-    (benchmarks/results/h100-2026-12-05b/)."""
+    fit, a pipeline ran out of memory or failed while timed: the H100 sweep's unaccounted time rose ~0.13 s
+    a problem with one per problem (benchmarks/results/h100-2026-12-05b/)."""
     import gc
     gc.collect()
     if device.kind == "cuda":
@@ -126,7 +127,8 @@ def measure_problem(p: AttentionProblem, pipes: list[Pipeline], device: DeviceIn
     need = working_bytes(p)
     budget_bytes = opts.memory_fraction * free_bytes(device)
     if need > budget_bytes:
-        collect_garbage(device)
+        with stage(clock, "collect"):
+            collect_garbage(device)
         budget_bytes = opts.memory_fraction * free_bytes(device)
     if need > budget_bytes:
         why = f"does not fit: needs ~{need / 2**30:.1f} GiB, {budget_bytes / 2**30:.1f} GiB usable on {device.name}"
@@ -185,7 +187,8 @@ def checked(runner: Any, pipe: Pipeline, copies: list[PagedInputs], x: PagedInpu
         if not out_of_memory(e):
             raise
     clear_cuda_error(device)
-    collect_garbage(device)
+    with stage(clock, "collect"):
+        collect_garbage(device)
     return check()
 
 
