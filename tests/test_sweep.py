@@ -1,3 +1,4 @@
+import gc
 import sqlite3
 
 from dispatcher import load
@@ -118,12 +119,9 @@ def test_a_pipeline_failing_while_timed_fails_alone(db_path, cpu, monkeypatch):
     assert {w["pipeline"] for w in rows(db_path, "select * from winners")} == {"torch-sdpa[backend=flash]"}
 
 
-def test_a_problem_whose_room_only_the_cycle_collector_frees_is_measured(db_path, cpu, monkeypatch):
-    # an earlier problem's memory held only by a reference cycle (graphs kept alive by a stored exception's
-    # frame, say) returns when the cyclic collector runs: the problem is measured, not "does not fit"
-    import gc
-
-    import tuner.measure as measure
+def cycle_held() -> list[bool]:
+    """Memory an earlier problem left held only by a reference cycle (graphs kept alive by a stored
+    exception's frame, say): the list empties when the cyclic collector frees it."""
     held = [True]
 
     class Hog:
@@ -131,40 +129,11 @@ def test_a_problem_whose_room_only_the_cycle_collector_frees_is_measured(db_path
             held.clear()
     hog = Hog()
     hog.me = hog
-    del hog
-    monkeypatch.setattr(measure, "free_bytes", lambda device: 0 if held else 1 << 40)
-    gc.disable()                  # so that only the sweep collects
-    try:
-        s = Store(db_path)
-        run_sweep([small()], cpu, s, FAST)
-        s.close()
-    finally:
-        gc.enable()
-    assert not held
-    assert {m["status"] for m in rows(db_path, "select status from measurements")} == {"ok"}
+    return held
 
 
-def test_a_pipeline_out_of_memory_while_a_cycle_holds_it_is_built_again_after_collecting(db_path, cpu, monkeypatch):
-    # the fit check passed, but building ran out of memory an earlier problem's cycle-held graphs still
-    # had: the pipeline is built once more after the collector runs, and measured
-    import gc
-
-    import tuner.measure as measure
-    held = [True]
-
-    class Hog:
-        def __del__(self):
-            held.clear()
-    hog = Hog()
-    hog.me = hog
-    del hog
-    real = measure.build_rotated
-
-    def build(runner, pipe, copies):
-        if held:
-            raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB (injected)")
-        return real(runner, pipe, copies)
-    monkeypatch.setattr(measure, "build_rotated", build)
+def sweep_collecting_alone(db_path, cpu):
+    """One CPU sweep in which only the sweep itself runs the cyclic collector."""
     gc.disable()
     try:
         s = Store(db_path)
@@ -172,8 +141,34 @@ def test_a_pipeline_out_of_memory_while_a_cycle_holds_it_is_built_again_after_co
         s.close()
     finally:
         gc.enable()
+    return report
+
+
+def test_a_problem_whose_room_only_the_cycle_collector_frees_is_measured(db_path, cpu, monkeypatch):
+    # the problem is measured, not "does not fit"
+    import tuner.measure as measure
+    held = cycle_held()
+    monkeypatch.setattr(measure, "free_bytes", lambda device: 0 if held else 1 << 40)
+    sweep_collecting_alone(db_path, cpu)
+    assert not held
     assert {m["status"] for m in rows(db_path, "select status from measurements")} == {"ok"}
+
+
+def test_a_pipeline_out_of_memory_while_a_cycle_holds_it_is_built_again_after_collecting(db_path, cpu, monkeypatch):
+    # the fit check passed, but building ran out of the memory the cycle holds: the pipeline is built once
+    # more after the collector runs, and measured
+    import tuner.measure as measure
     from tuner.clock import stage_line
+    held = cycle_held()
+    real = measure.build_rotated
+
+    def build(runner, pipe, copies):
+        if held:
+            raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB (injected)")
+        return real(runner, pipe, copies)
+    monkeypatch.setattr(measure, "build_rotated", build)
+    report = sweep_collecting_alone(db_path, cpu)
+    assert {m["status"] for m in rows(db_path, "select status from measurements")} == {"ok"}
     assert "collecting reference cycles where memory ran short" in stage_line(report.seconds)   # the summary says so
 
 
