@@ -27,7 +27,7 @@ from .measure import record_problem
 from .options import SweepOptions
 from .sizes import kv_bytes
 from .store import Store
-from .sweep import ProblemOutcome, SweepReport, plan, retried_note
+from .sweep import ProblemOutcome, SweepReport, note_retries, plan
 
 HBM_BYTES_PER_S = 3e12       # roofline constants for ordering work only (H100/H200-class); never reported
 MATH_FLOPS_PER_S = 5e14
@@ -187,9 +187,7 @@ def sweep_devices(problems: list[AttentionProblem], devices: list[DeviceInfo], s
             f"{g.device.name} <- {', '.join(label(d) for d in g.members)}" for g in groups))
         _run_queues(groups, workers, store, opts, registry, planned, report, on_problem)
     finally:
-        retried = sum(w.fresh_retries for w in workers.values())
-        if retried:
-            report.notes.append(retried_note(retried))
+        note_retries(report, sum(w.fresh_retries for w in workers.values()))
         for w in workers.values():
             w.close()
     return report

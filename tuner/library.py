@@ -154,7 +154,7 @@ def _adaptive(probs, dev, store, db, timer, opts, registry, on_problem, budget, 
     from dispatcher.predictor import Predictor
 
     from .search.adaptive import adaptive_sweep
-    from .sweep import SweepReport, isolated, retried_note, run_sweep
+    from .sweep import SweepReport, isolated, note_retries, run_sweep
     report = SweepReport(store.environment(dev, timer.mode))
     measurer = isolated(dev, timer.mode, opts) if opts.isolate else None
 
@@ -168,9 +168,7 @@ def _adaptive(probs, dev, store, db, timer, opts, registry, on_problem, budget, 
                        fit=lambda t: Predictor().fit(t, dev), between=True,
                        stopped=lambda: report.stopped_early)
     finally:
-        retried = getattr(measurer, "fresh_retries", 0)
-        if retried:
-            report.notes.append(retried_note(retried))
+        note_retries(report, getattr(measurer, "fresh_retries", 0))
         if measurer is not None:
             measurer.close()
     return report

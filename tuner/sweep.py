@@ -104,19 +104,19 @@ def run_sweep(problems: list[AttentionProblem], device: DeviceInfo, store: Store
                 break
             sweep_one(ctx, p, pipes)
     finally:
-        retried = getattr(ctx.measurer, "fresh_retries", 0) - retried
-        if retried:
-            ctx.report.notes.append(retried_note(retried))
+        note_retries(ctx.report, getattr(ctx.measurer, "fresh_retries", 0) - retried)
         INPUTS.clear()
         if own and ctx.measurer is not None:
             ctx.measurer.close()
     return ctx.report
 
 
-def retried_note(times: int) -> str:
-    """What the summary says when a problem had to be measured again in a fresh worker (tuner/isolation.py)."""
-    return (f"measured again in a fresh worker {times} time{'s' if times > 1 else ''}: the worker that met the problem "
-            "first failed outside its pipelines, or had too little memory left after earlier problems")
+def note_retries(report: SweepReport, times: int) -> None:
+    """The summary's note when problems had to be measured again in a fresh worker (tuner/isolation.py)."""
+    if times:
+        report.notes.append(f"measured again in a fresh worker {times} time{'s' if times > 1 else ''}: the worker "
+                            "that met the problem first failed outside its pipelines, or had too little memory left "
+                            "after earlier problems")
 
 
 def isolated(device: DeviceInfo, mode: str, opts: SweepOptions) -> Measurer:
