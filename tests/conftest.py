@@ -16,6 +16,22 @@ ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "heuristics.db"
 
 
+def cpu_test_kernel(kernel_id: str, runner: str, notes: str, tactics: str = "") -> str:
+    """A registry entry (as in dispatcher/kernels.toml) for a CPU decode runner in tests/ (`runner`: its module)."""
+    return f"""
+[[kernel]]
+id = "{kernel_id}"
+family = "reference"
+library = "tests"
+entry_point = "{runner}"
+phases = ["decode"]
+device_kinds = ["cpu"]
+combos = ["bf16/bf16/bf16"]
+notes = "{notes}"
+{tactics}
+"""
+
+
 def small(**kw) -> AttentionProblem:
     """A problem small enough to measure in well under a second on the CPU."""
     base = dict(phase="decode", num_qo_heads=8, num_kv_heads=2, head_dim=64, page_size=16, batch_size=2, kv_len=128)

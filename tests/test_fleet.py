@@ -8,22 +8,13 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT, small
+from tests.conftest import ROOT, cpu_test_kernel, small
 from tuner.fleet import compare, est_seconds, largest_first, parse_devices
 from tuner.ray_sweep import shard
 
-SLEEPER = """
-[[kernel]]
-id = "sleeper"
-family = "reference"
-library = "tests"
-entry_point = "tests.slow_runner"
-phases = ["decode"]
-device_kinds = ["cpu"]
-combos = ["bf16/bf16/bf16"]
-notes = "sleeps (longer on the worker $SLEEPER_SLOW names)"
-tactics.cpu.ms = ["10", "12", "14", "16"]   # long enough that sleep jitter stays well under the 3% tolerance
-"""
+# sleeps long enough that sleep jitter stays well under the 3% tolerance
+SLEEPER = cpu_test_kernel("sleeper", "tests.slow_runner", "sleeps (longer on the worker $SLEEPER_SLOW names)",
+                          'tactics.cpu.ms = ["10", "12", "14", "16"]')
 
 
 def _row(pid, us, spread=0.01):

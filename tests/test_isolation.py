@@ -8,20 +8,10 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT, small
+from tests.conftest import ROOT, cpu_test_kernel, small
 
-FAULTY = """
-[[kernel]]
-id = "faulty"
-family = "reference"
-library = "tests"
-entry_point = "tests.faulty_runner"
-phases = ["decode"]
-device_kinds = ["cpu"]
-combos = ["bf16/bf16/bf16"]
-notes = "misbehaves on purpose"
-tactics.cpu.mode = ["ok", "abort", "hang", "raise"]
-"""
+FAULTY = cpu_test_kernel("faulty", "tests.faulty_runner", "misbehaves on purpose",
+                         'tactics.cpu.mode = ["ok", "abort", "hang", "raise"]')
 
 
 @pytest.mark.slow
@@ -55,17 +45,7 @@ def test_crash_hang_and_exception_fail_one_pipeline_each(tmp_path):
     assert "0 pipelines measured" in again.stdout
 
 
-LEAKY = """
-[[kernel]]
-id = "leaky"
-family = "reference"
-library = "tests"
-entry_point = "tests.leaky_runner"
-phases = ["decode"]
-device_kinds = ["cpu"]
-combos = ["bf16/bf16/bf16"]
-notes = "leaves its worker unable to make another problem's inputs"
-"""
+LEAKY = cpu_test_kernel("leaky", "tests.leaky_runner", "leaves its worker unable to make another problem's inputs")
 
 
 def leaky_sweep(tmp_path, mode: str, *more: str):
