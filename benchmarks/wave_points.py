@@ -49,9 +49,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--layout", choices=sorted(LAYOUTS), default="one-long")
     ap.add_argument("--sm-count", type=int, default=132, help="the GPU's SMs (132: H100, H200)")
+    ap.add_argument("--waves", type=float, default=1.5, help="batch x KV heads over the SMs (1.5: between "
+                    "one wave and FlashInfer's unsplit waves)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
-    probs = points(a.layout, a.sm_count)
+    probs = points(a.layout, a.sm_count, a.waves)
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text("".join(json.dumps(p.to_dict()) + "\n" for p in probs))
     print(f"{len(probs)} batches ({a.layout}) -> {a.out}")
