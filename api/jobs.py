@@ -159,7 +159,7 @@ class JobManager:
         probs = []
         for r in rows:
             try:
-                p = AttentionProblem(**{f: r[f] for f in FIELDS})
+                p = AttentionProblem(**{f: r[f] for f in FIELDS if f in r.keys()})   # kv_balance: schema 5
             except ValueError:
                 continue
             if too_big(p, self.device) is None:          # the bounds a token-holder's POST /v1/sweeps has

@@ -30,6 +30,8 @@ class ProblemIn(BaseModel):
                                                       "ones included"))
     max_kv_len: Optional[int] = Field(None, description=_range("max_kv_len", "the longest request's KV tokens "
                                                                              "(default: kv_len, every request alike)"))
+    kv_balance: Optional[float] = Field(None, description="a mixed batch's sum(min(length, mean)) / (batch x mean), "
+                                        "0 < kv_balance <= 1 (default: one long request, the others alike)")
     q_len: int = Field(DEFAULTS["q_len"], description=_range("q_len", "new tokens per request (1 for decode)"))
     q_dtype: str = DEFAULTS["q_dtype"]
     kv_dtype: str = DEFAULTS["kv_dtype"]

@@ -179,6 +179,7 @@ class Dispatcher:
 
 def _sizes(p: AttentionProblem) -> str:
     top = f" max_kv_len={p.max_kv_len}" if p.max_kv_len != p.kv_len else ""
+    top += f" kv_balance={p.kv_balance:.3f}" if p.kv_balance else ""
     return f"batch_size={p.batch_size} q_len={p.q_len} kv_len={p.kv_len}{top}"
 
 

@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .balance import TOLERANCE, balance_cell, balance_of, canonical_balance, cell_balance, least_balance, within
+
 Phase = Literal["decode", "prefill"]
 Dtype = Literal["bf16", "fp16", "fp8"]
 PHASES: tuple[Phase, ...] = ("decode", "prefill")
@@ -146,6 +148,7 @@ class AttentionProblem:
     causal: bool = True
     window_left: int = -1
     has_sinks: bool = False
+    kv_balance: float = 0.0             # 0: the canonical layout's (one long request, the others alike)
     # the requests' KV lengths, where a measurement must use these (not the canonical layout of the
     # batch's statistics); not part of the problem's identity, key or store columns
     seq_lens: tuple[int, ...] | None = None
@@ -179,6 +182,7 @@ class AttentionProblem:
             raise ProblemError("max_kv_len", f"max_kv_len {self.max_kv_len} is out of range for batch_size "
                                f"{self.batch_size} x kv_len {self.kv_len}; the longest request holds from kv_len "
                                f"(the mean) to {longest} tokens (all but q_len per other request){hint}")
+        put("kv_balance", self._checked_balance(self.kv_balance))
         if self.seq_lens is not None:
             lens = tuple(_int("kv_len", n) for n in self.seq_lens)
             if len(lens) != self.batch_size or max(lens) != self.max_kv_len or min(lens) < self.q_len:
@@ -189,6 +193,36 @@ class AttentionProblem:
         fields = tuple(getattr(self, f) for f in FIELDS)
         put("_fields", fields)
         put("_hash", hash(fields))
+
+    def balance_range(self) -> tuple[float, float]:
+        """The least and the most kv_balance a batch of these sizes can have (the most: canonical)."""
+        return (least_balance(self.batch_size, self.kv_len, self.max_kv_len, self.q_len),
+                canonical_balance(self.batch_size, self.kv_len, self.max_kv_len))
+
+    def _checked_balance(self, value: Any) -> float:
+        """kv_balance as stored: 0.0 for the canonical layout, else rounded to three decimals."""
+        if value is None or (not isinstance(value, bool) and isinstance(value, (int, float)) and value == 0):
+            return 0.0
+        try:
+            if isinstance(value, bool):
+                raise ValueError
+            v = float(value)
+        except (TypeError, ValueError):
+            raise ProblemError("kv_balance", f"kv_balance {value!r} is not a number; give 0 < kv_balance <= 1 "
+                                             "(0: one long request, the others alike)") from None
+        lo, hi = self.balance_range()
+        if not lo - TOLERANCE <= v <= hi + TOLERANCE:
+            raise ProblemError("kv_balance", f"kv_balance {v:g} is out of range for batch_size {self.batch_size} x "
+                               f"kv_len {self.kv_len} with max_kv_len {self.max_kv_len}; it lies from {lo:.3f} (the "
+                               f"longest requests' tokens in as few requests as possible) to {hi:.3f} (one long "
+                               "request, the others alike: pass 0), or give seq_lens alone (from_seq_lens)")
+        return 0.0 if abs(v - hi) < 5e-4 else round(v, 3)
+
+    @property
+    def balance(self) -> float:
+        """sum(min(length, mean)) / (batch x mean) of the requests (dispatcher/balance.py); kv_balance or,
+        where that is 0, the canonical layout's."""
+        return self.kv_balance or canonical_balance(self.batch_size, self.kv_len, self.max_kv_len)
 
     # computed once: the dispatcher's caches hash and compare problems on every call, often a new but
     # equal object each time (the dataclass's own __eq__ built two 14-tuples per comparison)
@@ -224,12 +258,15 @@ class AttentionProblem:
         is their count, kv_len their mean (rounded to the nearest token), max_kv_len the longest."""
         if not seq_lens:
             raise ProblemError("seq_lens", "seq_lens is empty; give each request's KV length")
-        for f in ("batch_size", "kv_len", "max_kv_len"):
+        for f in ("batch_size", "kv_len", "max_kv_len", "kv_balance"):
             if f in fields:
                 raise ProblemError(f, f"{f} comes from seq_lens; leave it out")
         lens = [_int("kv_len", n) for n in seq_lens]
         mean = max(1, int(sum(lens) / len(lens) + 0.5))
-        return cls(batch_size=len(lens), kv_len=mean, max_kv_len=max(max(lens), mean), seq_lens=tuple(lens), **fields)
+        top = max(max(lens), mean)
+        balance = within(balance_of(lens), len(lens), mean, top, fields.get("q_len", 1))
+        return cls(batch_size=len(lens), kv_len=mean, max_kv_len=top, kv_balance=balance, seq_lens=tuple(lens),
+                   **fields)
 
     def family(self) -> tuple[Any, ...]:
         """Everything but the sizes: problems of one family share kernels and are comparable."""
@@ -245,31 +282,45 @@ class AttentionProblem:
         kv = max(kv_len or self.kv_len, q)
         top = max_kv_len or round(kv * self.skew)
         top = max(kv, min(top, longest_request(b, kv, q)))
-        return dataclasses.replace(self, batch_size=b, q_len=q, kv_len=kv, max_kv_len=top, seq_lens=None)
+        balance = within(self.kv_balance, b, kv, top, q) if self.kv_balance else 0.0
+        return dataclasses.replace(self, batch_size=b, q_len=q, kv_len=kv, max_kv_len=top, kv_balance=balance,
+                                   seq_lens=None)
 
     def cell(self) -> AttentionProblem:
         """The problem that stands for this one's cell (see CELLS_PER_OCTAVE): the same batch size,
         q_len and kv_len at their cells' representative sizes, q_len within its own query tiles (Q_TILE),
         max_kv_len at the largest representative the batch allows at that mean. Power-of-two sizes are
         their own, and a representative is its own cell's."""
+        q, kv, top = self._cell_sizes()
+        lo, hi = least_balance(self.batch_size, kv, top, q), canonical_balance(self.batch_size, kv, top)
+        balance = (cell_balance(self.kv_balance or hi, lo, hi) or 0.0) if top > kv else 0.0
+        if (q, kv, top, balance) == (self.q_len, self.kv_len, self.max_kv_len, self.kv_balance):
+            return self
+        return dataclasses.replace(self, q_len=q, kv_len=kv, max_kv_len=top, kv_balance=balance, seq_lens=None)
+
+    def _cell_sizes(self) -> tuple[int, int, int]:
         tiles = q_tiles(self.q_len)
         q = min(max(snap(self.q_len), (tiles - 1) * Q_TILE + 1), tiles * Q_TILE)
         kv = max(snap(self.kv_len), q)
-        top = max(min(snap(self.max_kv_len), snap_below(longest_request(self.batch_size, kv, q))), kv)
-        if (q, kv, top) == (self.q_len, self.kv_len, self.max_kv_len):
-            return self
-        return dataclasses.replace(self, q_len=q, kv_len=kv, max_kv_len=top, seq_lens=None)
+        return q, kv, max(min(snap(self.max_kv_len), snap_below(longest_request(self.batch_size, kv, q))), kv)
 
     def cell_key(self) -> tuple[Any, ...]:
         """What identifies this problem's cell, without building its representative (cheap)."""
-        return (*self.family(), self.batch_size, *q_cell(self.q_len), size_cell(self.kv_len),
-                size_cell(self.max_kv_len))
+        key = (*self.family(), self.batch_size, *q_cell(self.q_len), size_cell(self.kv_len),
+               size_cell(self.max_kv_len))
+        if self.max_kv_len == self.kv_len:
+            return key
+        q, kv, top = self._cell_sizes()
+        hi = canonical_balance(self.batch_size, kv, top)
+        lo = least_balance(self.batch_size, kv, top, q) if self.kv_balance else hi
+        return (*key, balance_cell(min(max(self.kv_balance or hi, lo), hi)))
 
     def key(self) -> str:
         """A stable text key (the store's primary key for a problem); a uniform batch's has no max."""
         sizes = (self.batch_size, self.q_len, self.kv_len) + (() if self.max_kv_len == self.kv_len else
                                                                (self.max_kv_len,))
-        return "|".join(str(v) for v in (*self.family(), *sizes))
+        balance = (f"b{self.kv_balance:.3f}",) if self.kv_balance else ()
+        return "|".join(str(v) for v in (*self.family(), *sizes, *balance))
 
     def to_dict(self) -> dict[str, Any]:
         """The problem's fields (seq_lens only where set)."""
@@ -282,7 +333,8 @@ class AttentionProblem:
         """The problem in one short line, as it was asked (not its bucket)."""
         sizes = f"batch {self.batch_size} x kv {self.kv_len}"
         if self.max_kv_len != self.kv_len:
-            sizes += f" (mean; longest {self.max_kv_len})"
+            sizes += f" (mean; longest {self.max_kv_len}" + (f", balance {self.kv_balance:.2f})" if self.kv_balance
+                                                             else ")")
         if self.phase == "prefill":
             sizes += f" x q {self.q_len}"
         extra = "".join((" non-causal" if not self.causal else "", " sinks" if self.has_sinks else "",
@@ -301,12 +353,15 @@ class AttentionProblem:
             raise ProblemError(unknown[0], f"unknown field {unknown[0]!r}; the fields are {', '.join(sorted(known))}")
         if data.get("seq_lens") is not None:
             rest = {k: v for k, v in data.items() if k != "seq_lens"}
-            sized = ("batch_size", "kv_len", "max_kv_len")
+            sized = ("batch_size", "kv_len", "max_kv_len", "kv_balance")
             made = cls.from_seq_lens(seq_lens=data["seq_lens"], **{k: v for k, v in rest.items() if k not in sized})
             for k in sized:
-                if k in rest and rest[k] not in (None, 0) and int(rest[k]) != getattr(made, k):
-                    raise ProblemError(k, f"{k} {rest[k]} disagrees with seq_lens ({getattr(made, k)}); give one or "
-                                          "the other")
+                given = rest.get(k)
+                if given in (None, 0) or (k == "kv_balance" and abs(float(given) - made.balance) <= 2e-3):
+                    continue
+                have = round(made.balance, 3) if k == "kv_balance" else getattr(made, k)
+                if k == "kv_balance" or int(given) != have:
+                    raise ProblemError(k, f"{k} {given} disagrees with seq_lens ({have}); give one or the other")
             return made
         missing = [f.name for f in dataclasses.fields(cls)
                    if f.default is dataclasses.MISSING and f.name not in data]

@@ -1,17 +1,22 @@
 """The store's schema, shared by the reader (dispatcher) and the writer (tuner)."""
 from __future__ import annotations
 
-SCHEMA_VERSION = 4      # 2: the misses table; 3: the tactic_trials table; 4: max_kv_len, lengths
+SCHEMA_VERSION = 5      # 2: the misses table; 3: the tactic_trials table; 4: max_kv_len, lengths; 5: kv_balance
 
 PROBLEM_COLUMNS = {
     "phase": str, "num_qo_heads": int, "num_kv_heads": int, "head_dim": int, "page_size": int,
     "batch_size": int, "kv_len": int, "max_kv_len": int, "q_len": int, "q_dtype": str, "kv_dtype": str,
-    "out_dtype": str, "causal": int, "window_left": int, "has_sinks": int,
+    "out_dtype": str, "causal": int, "window_left": int, "has_sinks": int, "kv_balance": float,
 }
 # added in version 4: a batch's longest request (kv_len is the mean); the requests' KV lengths where a
 # measured batch was not laid out by the canonical distribution (tuner/lengths.py), as JSON
 ADDED_IN_4 = {"measurements": {"max_kv_len": "integer", "lengths": "text"}, "winners": {"max_kv_len": "integer"},
               "misses": {"max_kv_len": "integer"}}
+# added in version 5: a mixed batch's kv_balance (dispatcher/balance.py; 0: the canonical layout's). Rows from
+# before hold 0 where they were measured as laid out canonically; where they hold lengths, their balance
+ADDED_IN_5 = {"measurements": {"kv_balance": "real"}, "winners": {"kv_balance": "real"},
+              "misses": {"kv_balance": "real"}}
+SQL_TYPES = {str: "text", int: "integer", float: "real"}
 
 ENVIRONMENTS = {
     "id": int, "key": str, "device_name": str, "device_kind": str, "compute_capability": str,
@@ -38,7 +43,7 @@ WINNERS = {
 
 
 MISSES_DDL = ("create table if not exists misses (device_name text, timing_mode text, problem_key text, "
-              + ", ".join(f"{k} {'text' if t is str else 'integer'}" for k, t in PROBLEM_COLUMNS.items())
+              + ", ".join(f"{k} {SQL_TYPES[t]}" for k, t in PROBLEM_COLUMNS.items())
               + ", source text, count integer, last_seen text, primary key (device_name, timing_mode, problem_key))")
 
 # every Optuna trial of a tactic search (tuner/tactics.py), repeated settings included

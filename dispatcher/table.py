@@ -2,6 +2,7 @@
 and the ranking of timings. Data only: the learned model is dispatcher/predictor.py."""
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -151,14 +152,27 @@ class Table:
         return t
 
 
+def stored_balance(row: Any) -> float:
+    """A measured row's kv_balance: its own, else (a database from before kv_balance) its lengths' where
+    it was not laid out canonically, else 0 (canonical)."""
+    keys = row.keys()
+    if "kv_balance" in keys and row["kv_balance"] is not None:
+        return float(row["kv_balance"])
+    if "lengths" in keys and row["lengths"]:
+        return AttentionProblem.from_seq_lens(seq_lens=json.loads(row["lengths"]), phase=row["phase"],
+                                              num_qo_heads=row["num_qo_heads"], num_kv_heads=row["num_kv_heads"],
+                                              q_len=row["q_len"]).kv_balance
+    return 0.0
+
+
 def measured_problems(rows: Iterable[Any]) -> dict[AttentionProblem, dict[str, Timing]]:
     """Each problem measured, exactly as measured, with its timings by pipeline (a later row wins)."""
     out: dict[AttentionProblem, dict[str, Timing]] = {}
     fields: list[str] | None = None
     for r in rows:
         if fields is None:              # a database from before max_kv_len has none: uniform batches
-            fields = [f for f in FIELDS if f in r.keys()]
-        p = AttentionProblem(**{f: r[f] for f in fields})
+            fields = [f for f in FIELDS if f in r.keys() and f != "kv_balance"]
+        p = AttentionProblem(**{f: r[f] for f in fields}, kv_balance=stored_balance(r))
         pipe = Pipeline.from_row(r)
         out.setdefault(p, {})[pipe.id] = Timing(pipe, r["median_us"], r["spread_us"] or 0.0, r["relerr"])
     return out

@@ -4,9 +4,11 @@ The sweep lays out every batch by `one_long`, the canonical distribution: one re
 and the others as equal as the mean allows (the "one long request among short ones" of continuous
 batching, where the kernels' rankings differ most from a uniform batch). `spread` is a second
 distribution with the same three statistics (lengths evenly spaced down from the longest), to check
-that the statistics, not the layout, decide the ranking. Both keep the sum exactly batch x mean."""
+that the statistics, not the layout, decide the ranking. Both keep the sum exactly batch x mean. A batch
+whose kv_balance is given (dispatcher/balance.py) is laid out by `balanced`, to that balance."""
 from __future__ import annotations
 
+from dispatcher.balance import tiered
 from dispatcher.problem import AttentionProblem
 
 
@@ -46,10 +48,22 @@ def spread(p: AttentionProblem) -> list[int]:
 LAYOUTS = {"one-long": one_long, "spread": spread}
 
 
-def lengths(p: AttentionProblem, layout: str = "one-long") -> list[int]:
-    """The requests' KV lengths of `p` laid out by `layout` (one-long: the canonical one)."""
-    if layout not in LAYOUTS:
-        raise ValueError(f"length layout {layout!r} is not one of {', '.join(LAYOUTS)}")
-    out = LAYOUTS[layout](p)
+def balanced(p: AttentionProblem) -> list[int]:
+    """Lengths with p's three statistics and its kv_balance (to within a token's rounding): requests at
+    the longest carry the tokens over the mean that the balance asks for (dispatcher/balance.py)."""
+    if not p.kv_balance:
+        return one_long(p)
+    return tiered(p.batch_size, p.kv_len, p.max_kv_len, p.kv_balance, p.q_len)
+
+
+def lengths(p: AttentionProblem, layout: str = "balanced") -> list[int]:
+    """The requests' KV lengths of `p` laid out by `layout` (balanced: by p's kv_balance, the canonical
+    layout where that is 0)."""
+    if layout == "balanced":
+        out = balanced(p)
+    elif layout not in LAYOUTS:
+        raise ValueError(f"length layout {layout!r} is not one of balanced, {', '.join(LAYOUTS)}")
+    else:
+        out = LAYOUTS[layout](p)
     assert len(out) == p.batch_size and sum(out) == p.batch_size * p.kv_len and max(out) == p.max_kv_len
     return out

@@ -15,6 +15,7 @@ from dispatcher.pipeline import Pipeline
 from dispatcher.problem import AttentionProblem
 from dispatcher.schema import (
     ADDED_IN_4,
+    ADDED_IN_5,
     ENVIRONMENTS,
     MEASUREMENTS,
     MISSES_DDL,
@@ -55,16 +56,17 @@ class Store:
     def _migrate(self) -> None:
         if "meta" in self.db.table_names():
             if check_version(self.db.conn, self.path) < SCHEMA_VERSION:
-                with self.transaction():                        # 1 -> 2 -> 3: new tables; 4: new columns
+                with self.transaction():                        # 1 -> 2 -> 3: new tables; 4, 5: new columns
                     self.db.execute(MISSES_DDL)
                     self.db.execute(TRIALS_DDL)
-                    for table, columns in ADDED_IN_4.items():
-                        have = {c.name for c in self.db[table].columns}
-                        for col, kind in columns.items():
-                            if col not in have:
-                                self.db.execute(f"alter table {table} add column {col} {kind}")
-                        if "max_kv_len" in columns:     # every batch measured before was uniform
-                            self.db.execute(f"update {table} set max_kv_len = kv_len where max_kv_len is null")
+                    for added in (ADDED_IN_4, ADDED_IN_5):
+                        for table, columns in added.items():
+                            have = {c.name for c in self.db[table].columns}
+                            for col, kind in columns.items():
+                                if col not in have:
+                                    self.db.execute(f"alter table {table} add column {col} {kind}")
+                            if "max_kv_len" in columns:     # every batch measured before was uniform
+                                self.db.execute(f"update {table} set max_kv_len = kv_len where max_kv_len is null")
                     self.db.execute("update meta set value = ? where key = 'schema_version'", [str(SCHEMA_VERSION)])
             return
         if self.db.table_names():

@@ -12,7 +12,7 @@ from dispatcher.policy import max_relerr
 from dispatcher.problem import FIELDS, AttentionProblem
 from dispatcher.registry import load_registry
 from dispatcher.rules import DEFAULT_RULE, rule_pick
-from dispatcher.table import rank
+from dispatcher.table import rank, stored_balance
 
 from .store import Store, timings
 
@@ -84,7 +84,7 @@ def _rewin(s: Store, env_id: int, keys: set) -> None:
         r = s.db.execute("select * from measurements where env_id = ? and problem_key = ? limit 1", [env_id, key])
         cols = [d[0] for d in r.description]
         row = dict(zip(cols, r.fetchone()))
-        p = AttentionProblem(**{f: row[f] for f in FIELDS})
+        p = AttentionProblem(**{f: row[f] for f in FIELDS if f != "kv_balance"}, kv_balance=stored_balance(row))
         pick, _ = rule_pick(DEFAULT_RULE, p, dev, reg)
         ranking = rank(timings(s, env_id, p), max_relerr(p.kv_dtype, p.out_dtype), pick.id if pick else None)
         s.record(env_id, p, [], ranking)

@@ -26,6 +26,8 @@ def decide(
     batch_size: Annotated[Optional[int], typer.Option()] = None,
     kv_len: Annotated[Optional[int], typer.Option(help="KV tokens per request (the mean in a mixed batch)")] = None,
     max_kv_len: Annotated[Optional[int], typer.Option(help="the longest request's KV tokens (default: kv-len)")] = None,
+    kv_balance: Annotated[float, typer.Option(help="a mixed batch's sum(min(length, mean)) / (batch x mean) "
+                                                   "(default 0: one long request, the others alike)")] = 0.0,
     q_len: Annotated[int, typer.Option()] = DEFAULTS["q_len"],
     q_dtype: Annotated[str, typer.Option()] = DEFAULTS["q_dtype"],
     kv_dtype: Annotated[str, typer.Option()] = DEFAULTS["kv_dtype"],
@@ -58,6 +60,7 @@ def decide(
         raise ValueError(f"{', '.join(missing)} required (or --input FILE)")
     prob = AttentionProblem(phase=phase, num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
                             page_size=page_size, batch_size=batch_size, kv_len=kv_len, max_kv_len=max_kv_len or 0,
+                            kv_balance=kv_balance,
                             q_len=q_len, q_dtype=q_dtype,
                             kv_dtype=kv_dtype, out_dtype=out_dtype, causal=causal, window_left=window_left,
                             has_sinks=has_sinks)

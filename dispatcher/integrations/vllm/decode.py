@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...balance import balance_cell, within
 from ...problem import size_cell
 from .answers import Answers, active_builder, current, dtype_name, kv_dtype_name
 
@@ -38,7 +39,7 @@ class DecodeState:
     fields: dict[str, Any] = field(default_factory=dict)     # the decode problem, sizes aside
     may_split: bool = True                  # vLLM plans FlashInfer's own split (no batch invariance)
     captured: dict[int, Choice | None] = field(default_factory=dict)   # FULL-graph batch size -> answer
-    steps: dict[tuple[int, int, int], Choice | None] = field(default_factory=dict)
+    steps: dict[tuple[int, int, int, int], Choice | None] = field(default_factory=dict)
 
 
 def wrap_build(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -124,23 +125,26 @@ def step_answer(state: DecodeState, metadata: Any, num_decodes: int) -> Choice |
     if not live.size:
         return None
     batch, mean, longest = int(live.size), int(live.mean() + 0.5), int(live.max())
-    key = (batch, size_cell(mean), size_cell(longest))
+    # how the tokens spread (dispatcher/balance.py): FA2's balanced plan costs up to 2x more with many short requests
+    balance = float(live.clip(max=live.mean()).sum() / live.sum())
+    key = (batch, size_cell(mean), size_cell(longest), balance_cell(balance))
     if key not in state.steps:
         if len(state.steps) >= STEP_CACHE_LIMIT:
             state.steps.clear()
         answers = current()
         split = state.may_split and answers.settings.fixed_split
-        state.steps[key], why = decide(answers, state, batch, mean, longest, per_step=split)
-        answers.note(f"{state.point} step", f"bs={batch} mean={mean} longest={longest}: {why}")
+        state.steps[key], why = decide(answers, state, batch, mean, longest, per_step=split, balance=balance)
+        answers.note(f"{state.point} step", f"bs={batch} mean={mean} longest={longest} balance={balance:.2f}: {why}")
     return state.steps[key]
 
 
 def decide(answers: Answers, state: DecodeState, batch: int, mean: int, longest: int,
-           per_step: bool = False) -> tuple[Choice | None, str]:
+           per_step: bool = False, balance: float = 0.0) -> tuple[Choice | None, str]:
     """`per_step`: the native wrapper is planned for this step alone (no FULL graph), so a fixed split
-    is one more choice."""
+    is one more choice. `balance`: the step's kv_balance (0: one long request, the others alike)."""
     longest = max(mean, min(longest, batch * mean - (batch - 1)))      # what a batch of this size allows
-    dec, why = answers.decide({**state.fields, "batch_size": batch, "kv_len": mean, "max_kv_len": longest},
+    dec, why = answers.decide({**state.fields, "batch_size": batch, "kv_len": mean, "max_kv_len": longest,
+                               "kv_balance": within(balance, batch, mean, longest) if balance else 0.0},
                               per_step=per_step)
     if dec is None:
         return None, f"vLLM's XQA: {why}"

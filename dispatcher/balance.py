@@ -1,0 +1,86 @@
+"""The third statistic of a mixed batch: how its KV tokens spread over the requests.
+
+kv_balance = sum over requests of min(length, mean) / (batch x mean), in (0, 1]. One long request among
+requests near the mean (the sweep's canonical layout) keeps it near 1; a few long requests among many short
+ones push it down. Batch size, mean and longest alone do not tell these apart, and FlashInfer's balanced
+split-KV plan costs up to twice as much in the second: its chunks must cover every short request too
+(benchmarks/results/waves/balance_bias.txt). Pure arithmetic, so that AttentionProblem stays cheap to key."""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+BALANCE_CELLS = 10          # decisions are cached per tenth of balance (FA2's plan cost moves ~5% a cell)
+TOLERANCE = 0.01            # a given balance this far outside the possible range is clamped, not refused
+
+
+def balance_of(lens: Sequence[int]) -> float:
+    """The balance of requests with these KV lengths."""
+    total = sum(lens)
+    mean = total / len(lens)
+    return sum(min(n, mean) for n in lens) / total
+
+
+def canonical_balance(batch: int, mean: int, longest: int) -> float:
+    """The balance of one request at `longest` and the others alike: the most a batch with these
+    statistics can have (only one request holds tokens over the mean)."""
+    return 1.0 - (longest - mean) / (batch * mean)
+
+
+def least_balance(batch: int, mean: int, longest: int, q_len: int = 1) -> float:
+    """The least balance possible: as many requests as the tokens allow at `longest`, one at what
+    is left, the others at q_len (every request keeps its new tokens)."""
+    total = batch * mean
+    if longest <= mean or batch == 1:
+        return 1.0
+    full, rest = divmod(total - batch * q_len, longest - q_len)
+    full = min(full, batch)
+    over = full * (longest - mean) + (max(0, q_len + rest - mean) if full < batch else 0)
+    return 1.0 - over / total
+
+
+def within(balance: float, batch: int, mean: int, longest: int, q_len: int = 1) -> float:
+    """`balance` clamped to what a batch of these statistics allows (a mean rounded to whole tokens
+    moves the range a little); 0.0 for a uniform batch."""
+    if longest <= mean:
+        return 0.0
+    return min(max(balance, least_balance(batch, mean, longest, q_len)), canonical_balance(batch, mean, longest))
+
+
+def balance_cell(balance: float) -> int:
+    return round(BALANCE_CELLS * balance)
+
+
+def cell_balance(balance: float, lo: float, hi: float) -> float | None:
+    """The representative balance of the cell that `balance` (clamped to [lo, hi]) lies in: None where
+    that cell holds the canonical layout's (hi), else the cell's centre clamped to the range, rounded to
+    three decimals toward the centre (so that it stays in its cell)."""
+    k = balance_cell(min(max(balance, lo), hi))
+    if balance_cell(hi) == k:
+        return None
+    centre = k / BALANCE_CELLS
+    r = min(max(centre, lo), hi)
+    return math.ceil(r * 1000) / 1000 if r < centre else math.floor(r * 1000) / 1000
+
+
+def tiered(batch: int, mean: int, longest: int, balance: float, q_len: int = 1) -> list[int]:
+    """Lengths with these statistics and (to within a token's rounding) this balance: requests at
+    `longest` carry the tokens over the mean the balance asks for, one request takes what is left of
+    them, the others share the rest alike. The sweep's layout for a batch whose balance is given."""
+    total = batch * mean
+    over = (1.0 - balance) * total                  # tokens over the mean, in requests above it
+    full = max(1, min(batch - 1, int(over // (longest - mean)))) if longest > mean else 1
+    part = mean + int(round(over - full * (longest - mean)))
+    part = min(max(part, q_len), longest)
+    lens = [longest] * full + ([part] if full < batch - 1 else [])
+    rest = batch - len(lens)
+    left = total - sum(lens)
+    if rest == 0:
+        lens[-1] += left
+        return lens
+    base, extra = divmod(left, rest)
+    if base < q_len:                                # too little left: take it from the partial request
+        need = (q_len - base) * rest - extra
+        lens[-1] -= need
+        base, extra = q_len, 0
+    return lens + [base + 1] * extra + [base] * (rest - extra)

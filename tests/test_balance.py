@@ -1,0 +1,106 @@
+"""kv_balance, the third statistic of a mixed batch (dispatcher/balance.py): validated, made from the
+requests' lengths, laid out by the sweep, stored, keyed per cell, and taken by the CLI and REST."""
+import json
+import random
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from dispatcher import AttentionProblem
+from dispatcher.balance import balance_of
+from dispatcher.dispatch import load
+from dispatcher.problem import ProblemError
+from tests.conftest import ROOT
+from tuner.lengths import lengths
+
+TP4 = dict(phase="decode", num_qo_heads=10, num_kv_heads=2, head_dim=128, page_size=16, kv_dtype="fp8")
+
+
+def test_a_balance_out_of_range_names_the_field_and_the_range():
+    with pytest.raises(ProblemError) as e:
+        AttentionProblem(**TP4, batch_size=99, kv_len=2000, max_kv_len=16000, kv_balance=0.05)
+    assert e.value.field == "kv_balance"
+    assert str(e.value) == ("kv_balance 0.05 is out of range for batch_size 99 x kv_len 2000 with max_kv_len 16000; "
+                            "it lies from 0.132 (the longest requests' tokens in as few requests as possible) to "
+                            "0.929 (one long request, the others alike: pass 0), or give seq_lens alone "
+                            "(from_seq_lens)")
+    with pytest.raises(ProblemError, match="kv_balance 'lots' is not a number"):
+        AttentionProblem(**TP4, batch_size=99, kv_len=2000, max_kv_len=16000, kv_balance="lots")
+
+
+def test_the_requests_lengths_give_the_balance_and_one_long_request_is_the_default():
+    many_short = AttentionProblem.from_seq_lens(seq_lens=[16000] * 10 + [200] * 89, **TP4)
+    assert many_short.kv_balance == round(balance_of([16000] * 10 + [200] * 89), 3) < 0.5
+    assert "|b0." in many_short.key() and "balance 0." in many_short.describe()
+    canonical = AttentionProblem(**TP4, batch_size=99, kv_len=2000, max_kv_len=16000)
+    one_long = AttentionProblem.from_seq_lens(seq_lens=lengths(canonical), **TP4)
+    assert one_long.kv_balance == 0.0 and one_long == canonical and canonical.balance == pytest.approx(0.929, abs=1e-3)
+    assert AttentionProblem.from_dict(many_short.to_dict()) == many_short
+    assert AttentionProblem.from_dict({**many_short.to_dict(), "seq_lens": None}) == many_short
+    with pytest.raises(ProblemError, match="kv_balance 0.9 disagrees with seq_lens"):
+        AttentionProblem.from_dict({**many_short.to_dict(), "kv_balance": 0.9})
+
+
+@pytest.mark.parametrize("b,kv,top,balance", [(99, 2000, 16000, 0.3), (25, 4096, 65536, 0.41), (16, 100, 400, 0.5),
+                                              (200, 512, 1024, 0.6)])
+def test_the_sweep_lays_out_a_batch_at_its_balance_with_its_statistics(b, kv, top, balance):
+    p = AttentionProblem(**TP4, batch_size=b, kv_len=kv, max_kv_len=top, kv_balance=balance)
+    lens = lengths(p)
+    assert (len(lens), sum(lens), max(lens), min(lens) >= 1) == (b, b * kv, top, True)
+    assert abs(balance_of(lens) - balance) < 0.01
+
+
+def test_a_cell_keeps_its_balance_cell_and_is_its_own_cell():
+    rng = random.Random(5)
+    for _ in range(3000):
+        b = rng.randint(2, 300)
+        lens = [rng.randint(1, 60000) if rng.random() < rng.random() else rng.randint(1, 3000) for _ in range(b)]
+        p = AttentionProblem.from_seq_lens(seq_lens=lens, **TP4)
+        c = p.cell()
+        assert c.cell() is c and c.cell_key()[-1] == p.cell_key()[-1], (lens, p, c)    # the balance's cell
+        if p.kv_balance and c.kv_balance:
+            assert abs(c.kv_balance - p.kv_balance) <= 0.1, (p, c)
+
+
+def test_a_swept_balance_is_stored_and_decided_as_measured(tmp_path):
+    p = AttentionProblem(phase="decode", num_qo_heads=8, num_kv_heads=2, head_dim=64, page_size=16, batch_size=12,
+                         kv_len=100, max_kv_len=500, kv_balance=0.45)
+    f = tmp_path / "p.jsonl"
+    f.write_text(json.dumps(p.to_dict()) + "\n")
+    db = tmp_path / "h.db"
+    r = subprocess.run([sys.executable, "-m", "tuner", "sweep", "--problems", str(f), "--device", "cpu",
+                        "--db", str(db)], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = sqlite3.connect(db).execute("select distinct status, kv_balance, problem_key from measurements").fetchall()
+    assert rows == [("ok", 0.45, p.key())]
+    d = load(db, "cpu")
+    assert d.choose(p).source == "measured"
+    assert d.choose(AttentionProblem(**{**p.to_dict(), "kv_balance": 0})).source != "measured"
+
+
+def test_the_cli_and_rest_take_kv_balance(tmp_path):
+    args = ["--phase", "decode", "--num-qo-heads", "10", "--num-kv-heads", "2", "--head-dim", "128",
+            "--kv-dtype", "fp8", "--batch-size", "99", "--kv-len", "2000", "--max-kv-len", "16000",
+            "--device", "NVIDIA H200", "--json"]
+    r = subprocess.run([sys.executable, "-m", "tuner", "decide", *args, "--kv-balance", "0.5"],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert "kv_balance=0.500" in json.loads(r.stdout)["reason"]
+    bad = subprocess.run([sys.executable, "-m", "tuner", "decide", *args, "--kv-balance", "0.05"],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert bad.returncode != 0 and "kv_balance 0.05 is out of range" in bad.stderr
+    from tests.conftest import in_process
+    served = tmp_path / "served.db"
+    served.write_bytes((ROOT / "heuristics.db").read_bytes())
+    with in_process(db=served) as client:
+        q = dict(phase="decode", num_qo_heads=10, num_kv_heads=2, head_dim=128, kv_dtype="fp8", batch_size=99,
+                 kv_len=2000, max_kv_len=16000, device="NVIDIA H200")
+        ok = client.get("/v1/decision", params={**q, "kv_balance": 0.5})
+        body = {k: v for k, v in q.items() if k != "device"}
+        posted = client.post("/v1/decisions", json={"problems": [{**body, "kv_balance": 0.5}], "device": q["device"]})
+        wrong = client.get("/v1/decision", params={**q, "kv_balance": 0.05})
+    assert ok.status_code == 200 and "kv_balance=0.500" in ok.json()["reason"], ok.text
+    assert posted.status_code == 200 and "kv_balance=0.500" in posted.text, posted.text
+    assert wrong.status_code == 422 and "kv_balance 0.05 is out of range" in wrong.text
