@@ -7,11 +7,11 @@ split-KV plan costs up to twice as much in the second: its chunks must cover eve
 (benchmarks/results/waves/balance_bias.txt). Pure arithmetic, so that AttentionProblem stays cheap to key."""
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
-BALANCE_CELLS = 10          # decisions are cached per tenth of balance (FA2's plan cost moves ~5% a cell)
+BALANCE_CELLS = 10          # decisions are cached per tenth of balance (FA2's plan cost moves ~12% a tenth)
 TOLERANCE = 0.01            # a given balance this far outside the possible range is clamped, not refused
+CANONICAL_WITHIN = 5e-4     # a balance this close to the canonical layout's is that layout (kv_balance 0)
 
 
 def balance_of(lens: Sequence[int]) -> float:
@@ -31,7 +31,7 @@ def least_balance(batch: int, mean: int, longest: int, q_len: int = 1) -> float:
     """The least balance possible: as many requests as the tokens allow at `longest`, one at what
     is left, the others at q_len (every request keeps its new tokens)."""
     total = batch * mean
-    if longest <= mean or batch == 1:
+    if longest <= mean or batch == 1 or longest <= q_len:
         return 1.0
     full, rest = divmod(total - batch * q_len, longest - q_len)
     full = min(full, batch)
@@ -51,16 +51,25 @@ def balance_cell(balance: float) -> int:
     return round(BALANCE_CELLS * balance)
 
 
-def cell_balance(balance: float, lo: float, hi: float) -> float | None:
-    """The representative balance of the cell that `balance` (clamped to [lo, hi]) lies in: None where
-    that cell holds the canonical layout's (hi), else the cell's centre clamped to the range, rounded to
-    three decimals toward the centre (so that it stays in its cell)."""
-    k = balance_cell(min(max(balance, lo), hi))
+def stored(balance: float, lo: float, hi: float) -> float:
+    """kv_balance as a problem holds it: clamped to [lo, hi], 0.0 where that is the canonical layout's."""
+    v = min(max(balance, lo), hi)
+    return 0.0 if hi - v < CANONICAL_WITHIN else v
+
+
+def key_cell(balance: float, lo: float, hi: float) -> int:
+    """The balance cell of kv_balance `balance` (0: canonical) in a batch whose range is [lo, hi]."""
+    return balance_cell(stored(balance, lo, hi) or hi) if balance else balance_cell(hi)
+
+
+def cell_balance(balance: float, lo: float, hi: float) -> float:
+    """The representative kv_balance of the cell `balance` lies in (key_cell): 0.0 where that cell holds the
+    canonical layout's, else the cell's centre clamped to the range (in the cell, as the range is an
+    interval, and never within CANONICAL_WITHIN of hi, or the cell would hold hi)."""
+    k = key_cell(balance, lo, hi)
     if balance_cell(hi) == k:
-        return None
-    centre = k / BALANCE_CELLS
-    r = min(max(centre, lo), hi)
-    return math.ceil(r * 1000) / 1000 if r < centre else math.floor(r * 1000) / 1000
+        return 0.0
+    return min(max(k / BALANCE_CELLS, lo), hi)
 
 
 def tiered(batch: int, mean: int, longest: int, balance: float, q_len: int = 1) -> list[int]:
@@ -68,6 +77,7 @@ def tiered(batch: int, mean: int, longest: int, balance: float, q_len: int = 1) 
     `longest` carry the tokens over the mean the balance asks for, one request takes what is left of
     them, the others share the rest alike. The sweep's layout for a batch whose balance is given."""
     total = batch * mean
+    balance = within(balance, batch, mean, longest, q_len) or 1.0
     over = (1.0 - balance) * total                  # tokens over the mean, in requests above it
     full = max(1, min(batch - 1, int(over // (longest - mean)))) if longest > mean else 1
     part = mean + int(round(over - full * (longest - mean)))

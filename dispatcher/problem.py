@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .balance import TOLERANCE, balance_cell, balance_of, canonical_balance, cell_balance, least_balance, within
+from .balance import TOLERANCE, balance_of, canonical_balance, cell_balance, key_cell, least_balance, stored
 
 Phase = Literal["decode", "prefill"]
 Dtype = Literal["bf16", "fp16", "fp8"]
@@ -200,23 +200,23 @@ class AttentionProblem:
                 canonical_balance(self.batch_size, self.kv_len, self.max_kv_len))
 
     def _checked_balance(self, value: Any) -> float:
-        """kv_balance as stored: 0.0 for the canonical layout, else rounded to three decimals."""
-        if value is None or (not isinstance(value, bool) and isinstance(value, (int, float)) and value == 0):
-            return 0.0
+        """kv_balance as held: 0.0 for the canonical layout, else within the batch's range (dispatcher/balance.py)."""
         try:
             if isinstance(value, bool):
                 raise ValueError
-            v = float(value)
+            v = 0.0 if value is None else float(value)
         except (TypeError, ValueError):
             raise ProblemError("kv_balance", f"kv_balance {value!r} is not a number; give 0 < kv_balance <= 1 "
                                              "(0: one long request, the others alike)") from None
+        if v == 0:
+            return 0.0
         lo, hi = self.balance_range()
         if not lo - TOLERANCE <= v <= hi + TOLERANCE:
             raise ProblemError("kv_balance", f"kv_balance {v:g} is out of range for batch_size {self.batch_size} x "
                                f"kv_len {self.kv_len} with max_kv_len {self.max_kv_len}; it lies from {lo:.3f} (the "
                                f"longest requests' tokens in as few requests as possible) to {hi:.3f} (one long "
                                "request, the others alike: pass 0), or give seq_lens alone (from_seq_lens)")
-        return 0.0 if abs(v - hi) < 5e-4 else round(v, 3)
+        return stored(v, lo, hi)
 
     @property
     def balance(self) -> float:
@@ -263,10 +263,10 @@ class AttentionProblem:
                 raise ProblemError(f, f"{f} comes from seq_lens; leave it out")
         lens = [_int("kv_len", n) for n in seq_lens]
         mean = max(1, int(sum(lens) / len(lens) + 0.5))
-        top = max(max(lens), mean)
-        balance = within(balance_of(lens), len(lens), mean, top, fields.get("q_len", 1))
-        return cls(batch_size=len(lens), kv_len=mean, max_kv_len=top, kv_balance=balance, seq_lens=tuple(lens),
-                   **fields)
+        made = cls(batch_size=len(lens), kv_len=mean, max_kv_len=max(max(lens), mean), seq_lens=tuple(lens), **fields)
+        # the range is that of the mean rounded to whole tokens: the lengths' own balance is clamped to it
+        lo, hi = made.balance_range()
+        return dataclasses.replace(made, kv_balance=stored(balance_of(lens), lo, hi))
 
     def family(self) -> tuple[Any, ...]:
         """Everything but the sizes: problems of one family share kernels and are comparable."""
@@ -282,7 +282,8 @@ class AttentionProblem:
         kv = max(kv_len or self.kv_len, q)
         top = max_kv_len or round(kv * self.skew)
         top = max(kv, min(top, longest_request(b, kv, q)))
-        balance = within(self.kv_balance, b, kv, top, q) if self.kv_balance else 0.0
+        balance = (stored(self.kv_balance, least_balance(b, kv, top, q), canonical_balance(b, kv, top))
+                   if self.kv_balance and top > kv else 0.0)
         return dataclasses.replace(self, batch_size=b, q_len=q, kv_len=kv, max_kv_len=top, kv_balance=balance,
                                    seq_lens=None)
 
@@ -293,7 +294,7 @@ class AttentionProblem:
         their own, and a representative is its own cell's."""
         q, kv, top = self._cell_sizes()
         lo, hi = least_balance(self.batch_size, kv, top, q), canonical_balance(self.batch_size, kv, top)
-        balance = (cell_balance(self.kv_balance or hi, lo, hi) or 0.0) if top > kv else 0.0
+        balance = cell_balance(self.kv_balance, lo, hi) if top > kv else 0.0
         if (q, kv, top, balance) == (self.q_len, self.kv_len, self.max_kv_len, self.kv_balance):
             return self
         return dataclasses.replace(self, q_len=q, kv_len=kv, max_kv_len=top, kv_balance=balance, seq_lens=None)
@@ -311,15 +312,17 @@ class AttentionProblem:
         if self.max_kv_len == self.kv_len:
             return key
         q, kv, top = self._cell_sizes()
+        if top == kv:                               # its representative is a uniform batch
+            return key
         hi = canonical_balance(self.batch_size, kv, top)
         lo = least_balance(self.batch_size, kv, top, q) if self.kv_balance else hi
-        return (*key, balance_cell(min(max(self.kv_balance or hi, lo), hi)))
+        return (*key, key_cell(self.kv_balance, lo, hi))
 
     def key(self) -> str:
         """A stable text key (the store's primary key for a problem); a uniform batch's has no max."""
         sizes = (self.batch_size, self.q_len, self.kv_len) + (() if self.max_kv_len == self.kv_len else
                                                                (self.max_kv_len,))
-        balance = (f"b{self.kv_balance:.3f}",) if self.kv_balance else ()
+        balance = (f"b{self.kv_balance:.6f}",) if self.kv_balance else ()
         return "|".join(str(v) for v in (*self.family(), *sizes, *balance))
 
     def to_dict(self) -> dict[str, Any]:

@@ -12,8 +12,8 @@ PROBLEM_COLUMNS = {
 # measured batch was not laid out by the canonical distribution (tuner/lengths.py), as JSON
 ADDED_IN_4 = {"measurements": {"max_kv_len": "integer", "lengths": "text"}, "winners": {"max_kv_len": "integer"},
               "misses": {"max_kv_len": "integer"}}
-# added in version 5: a mixed batch's kv_balance (dispatcher/balance.py; 0: the canonical layout's). Rows from
-# before hold 0 where they were measured as laid out canonically; where they hold lengths, their balance
+# added in version 5: a mixed batch's kv_balance (dispatcher/balance.py; 0 or NULL: the canonical layout's).
+# The migration gives a row measured at its own lengths their balance, and the problem key that carries it
 ADDED_IN_5 = {"measurements": {"kv_balance": "real"}, "winners": {"kv_balance": "real"},
               "misses": {"kv_balance": "real"}}
 SQL_TYPES = {str: "text", int: "integer", float: "real"}

@@ -103,7 +103,7 @@ def add_misses(db: DbPath, device_name: str, timing_mode: str,
     """Add miss counts {problem: (source, n)}; a short write transaction, off the hot path."""
     import datetime as dt
 
-    from .schema import MISSES_DDL, PROBLEM_COLUMNS
+    from .schema import MISSES_DDL, PROBLEM_COLUMNS, SQL_TYPES
     path = default_path(db)
     if not path.exists() or not counts:
         return
@@ -113,6 +113,10 @@ def add_misses(db: DbPath, device_name: str, timing_mode: str,
         check_version(conn, path)
         with conn:
             conn.execute(MISSES_DDL)
+            have = {r[1] for r in conn.execute("pragma table_info(misses)")}
+            for col, kind in PROBLEM_COLUMNS.items():       # a database this reader never migrated (schema 4)
+                if col not in have:
+                    conn.execute(f"alter table misses add column {col} {SQL_TYPES[kind]}")
             cols = ["device_name", "timing_mode", "problem_key", *PROBLEM_COLUMNS, "source", "count", "last_seen"]
             sql = (f"insert into misses ({', '.join(cols)}) values ({', '.join('?' * len(cols))}) "
                    "on conflict (device_name, timing_mode, problem_key) do update set "

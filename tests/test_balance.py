@@ -28,11 +28,26 @@ def test_a_balance_out_of_range_names_the_field_and_the_range():
                             "(from_seq_lens)")
     with pytest.raises(ProblemError, match="kv_balance 'lots' is not a number"):
         AttentionProblem(**TP4, batch_size=99, kv_len=2000, max_kv_len=16000, kv_balance="lots")
+    assert AttentionProblem(**TP4, batch_size=99, kv_len=2000, max_kv_len=16000, kv_balance="0").kv_balance == 0.0
+    with pytest.raises(ProblemError, match="q_len 5 exceeds"):        # a request shorter than its new tokens
+        AttentionProblem.from_seq_lens(seq_lens=[5, 3], phase="prefill", num_qo_heads=8, num_kv_heads=2, q_len=5)
+
+
+def test_a_balance_just_outside_its_range_is_clamped_and_survives_its_own_dict():
+    p = AttentionProblem(**TP4, batch_size=4, kv_len=4000, max_kv_len=8000, kv_balance=0.495)
+    lo, hi = p.balance_range()
+    assert p.kv_balance == lo and min(lengths(p)) >= 1
+    rng = random.Random(3)
+    for _ in range(2000):
+        lens = [rng.randint(9000, 10016)] * rng.randint(2, 300) + [rng.randint(1, 40)] * rng.randint(0, 3)
+        q = AttentionProblem.from_seq_lens(seq_lens=lens, **TP4)
+        again = AttentionProblem(**q.to_dict())
+        assert again == q and again.key() == q.key() and min(lengths(again)) >= 1
 
 
 def test_the_requests_lengths_give_the_balance_and_one_long_request_is_the_default():
     many_short = AttentionProblem.from_seq_lens(seq_lens=[16000] * 10 + [200] * 89, **TP4)
-    assert many_short.kv_balance == round(balance_of([16000] * 10 + [200] * 89), 3) < 0.5
+    assert many_short.kv_balance == pytest.approx(balance_of([16000] * 10 + [200] * 89)) and many_short.balance < 0.5
     assert "|b0." in many_short.key() and "balance 0." in many_short.describe()
     canonical = AttentionProblem(**TP4, batch_size=99, kv_len=2000, max_kv_len=16000)
     one_long = AttentionProblem.from_seq_lens(seq_lens=lengths(canonical), **TP4)
@@ -50,6 +65,27 @@ def test_the_sweep_lays_out_a_batch_at_its_balance_with_its_statistics(b, kv, to
     lens = lengths(p)
     assert (len(lens), sum(lens), max(lens), min(lens) >= 1) == (b, b * kv, top, True)
     assert abs(balance_of(lens) - balance) < 0.01
+
+
+def test_an_old_database_takes_its_lengths_balance_in_keys_and_records_misses(tmp_path):
+    import lzma
+
+    from dispatcher import store
+    from tuner.store import Store
+    old = tmp_path / "mixed4.db"          # measured at schema 4, lengths stored, no kv_balance
+    old.write_bytes(lzma.decompress((ROOT / "benchmarks/results/prefill-tiles/mixed4.db.xz").read_bytes()))
+    names = ("phase", "num_qo_heads", "num_kv_heads", "head_dim", "page_size", "q_dtype", "kv_dtype", "out_dtype")
+    rows = sqlite3.connect(old).execute(f"select lengths, {', '.join(names)} from measurements where lengths is not "
+                                        "null group by problem_key").fetchall()
+    p = max((AttentionProblem.from_seq_lens(seq_lens=json.loads(r[0]), **dict(zip(names, r[1:]))) for r in rows),
+            key=lambda q: q.kv_balance)
+    assert p.kv_balance
+    store.add_misses(old, "NVIDIA H200", "graph", {p: ("learned", 3)})     # read-only users record misses
+    assert sqlite3.connect(old).execute("select kv_balance, count from misses").fetchall() == [(p.kv_balance, 3)]
+    s = Store(old)
+    env = s.db.execute("select id from environments").fetchone()[0]
+    assert s.measured_pipelines(env, p)            # a resumed sweep does not measure it again
+    s.close()
 
 
 def test_a_cell_keeps_its_balance_cell_and_is_its_own_cell():

@@ -53,6 +53,21 @@ class Store:
             raise StoreError(f"{self.path} cannot be used as a Switchyard database ({e}); "
                              "point --db at a heuristics.db or a new path") from None
 
+    def _key_by_balance(self) -> None:
+        """Schema 5: a batch measured at its own lengths takes their kv_balance, and the key that carries it."""
+        rows = self.db.execute("select distinct problem_key, lengths, phase, num_qo_heads, num_kv_heads, q_len from "
+                               "measurements where lengths is not null and kv_balance is null").fetchall()
+        for old, lens, phase, qo, kvh, q in rows:
+            balance = AttentionProblem.from_seq_lens(seq_lens=json.loads(lens), phase=phase, num_qo_heads=qo,
+                                                     num_kv_heads=kvh, q_len=q).kv_balance
+            new = old + f"|b{balance:.6f}" if balance else old
+            for table in ("measurements", "winners", "tactic_trials"):
+                if "kv_balance" in {c.name for c in self.db[table].columns}:
+                    self.db.execute(f"update {table} set problem_key = ?, kv_balance = ? where problem_key = ?",
+                                    [new, balance, old])
+                else:
+                    self.db.execute(f"update {table} set problem_key = ? where problem_key = ?", [new, old])
+
     def _migrate(self) -> None:
         if "meta" in self.db.table_names():
             if check_version(self.db.conn, self.path) < SCHEMA_VERSION:
@@ -67,6 +82,7 @@ class Store:
                                     self.db.execute(f"alter table {table} add column {col} {kind}")
                             if "max_kv_len" in columns:     # every batch measured before was uniform
                                 self.db.execute(f"update {table} set max_kv_len = kv_len where max_kv_len is null")
+                    self._key_by_balance()
                     self.db.execute("update meta set value = ? where key = 'schema_version'", [str(SCHEMA_VERSION)])
             return
         if self.db.table_names():

@@ -40,7 +40,8 @@ def misses(request: Request, ds: DispatchersDep, device: Optional[str] = None,
             store.add_misses(d.db, d.device.name, d.timing_mode, live_counts)
     rows = _misses(request.app.state.db, device, limit)
     keep = ("problem_key", "device_name", "source", "count", "last_seen", "phase", "num_qo_heads", "num_kv_heads",
-            "head_dim", "page_size", "batch_size", "q_len", "kv_len", "max_kv_len", "q_dtype", "kv_dtype", "out_dtype")
+            "head_dim", "page_size", "batch_size", "q_len", "kv_len", "max_kv_len", "kv_balance", "q_dtype", "kv_dtype",
+            "out_dtype")
     return {"misses": [{k: r.get(k) for k in keep} for r in rows], "count": len(rows)}
 
 
