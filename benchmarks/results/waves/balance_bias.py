@@ -53,3 +53,31 @@ for name, sets in (("H200 1.5-wave points, both layouts", ("points-one-long", "p
                         cells.append(f"{blo:.1f}-{min(bhi, 1):.1f}: {gm(v):.2f} ({len(v)})")
                 if cells:
                     print(f"  {kd:4s} KV {k:6s} {lo:g}-{hi:g} waves, by balance: " + ", ".join(cells))
+
+
+def fa2_default(path: str) -> dict:
+    """FA2-TC's default plan's fastest time and the batch, per (KV heads, out dtype, batch, mean, longest)."""
+    con = sqlite3.connect(path)
+    con.row_factory = sqlite3.Row
+    out: dict = {}
+    rows = con.execute("select * from measurements where status = 'ok' and pipeline like 'fa2-tc[fixed_split_size=0]%'")
+    for p, t in measured_problems(rows).items():
+        k = (p.num_kv_heads, p.out_dtype, p.batch_size, p.kv_len, p.max_kv_len)
+        us = min(x.median_us for x in t.values())
+        if k not in out or us < out[k][0]:
+            out[k] = (us, p)
+    return out
+
+
+# the slope of 1 + slope x (1 - kv_balance) that fits FA2-TC's default plan over the uniform batch at the mean
+# measured in the same run, per waves of work (unbalanced_wave_power is fitted to these)
+print("== FA2-TC default plan / uniform at the mean, same run: the slope a in 1 + a x (1 - kv_balance)")
+for name, one, spread in (("H100 1.2 waves", "h100-long12", "h100-spread12"), ("H100 1.5 waves", "h100-one-long",
+                          "h100-spread"), ("H100 1.75 waves", "h100-long175", "h100-spread175"),
+                          ("H200 1.5 waves", "points-one-long", "points-spread")):
+    base = fa2_default(f"/tmp/waves/{one}.db")
+    pts = [(1 - p.balance, us / base[(h, od, b, kv, kv)][0])
+           for path in (one, spread) for (h, od, b, kv, top), (us, p) in fa2_default(f"/tmp/waves/{path}.db").items()
+           if top > kv and (h, od, b, kv, kv) in base]
+    err, a = min((sum(math.log(r / (1 + s * x)) ** 2 for x, r in pts), s) for s in [i / 20 for i in range(101)])
+    print(f"  {name}: {len(pts)} batches, slope {a:.2f} (rms log error {math.sqrt(err / len(pts)):.3f})")
