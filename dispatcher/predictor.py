@@ -299,11 +299,12 @@ class FittedModel:
           length, one wave of it at most (the longest request's CTAs split as that batch's, finishing
           last); from there on the mean batch plus the longest request alone;
         - one whose plan balances the total: the mean batch; with FP8 KV from one wave of CTAs (batch x
-          KV heads over SMs) to `unsplit_waves`, 1 + slope x (1 - kv_balance) times that, the slope
-          `fp8_unbalanced` at 1.5 waves and ((waves - 1) / 0.5) ** `unbalanced_wave_power` times that
-          elsewhere: the plan's chunks must cover every short request, and fewer spare CTAs are left the
-          more waves there are (FA2-TC measured 1.0x with one long request, up to 1.3x / 2.2x / 3.5x at
-          1.2 / 1.5 / 1.75 waves with few long ones among many short; 1.1x with BF16 KV); from
+          KV heads over SMs) to `unsplit_waves`, 1 + slope x (the canonical layout's balance - kv_balance)
+          times that, the slope `fp8_unbalanced` at 1.5 waves and ((waves - 1) / 0.5) **
+          `unbalanced_wave_power` times that elsewhere: the plan's chunks must cover every short request,
+          and fewer spare CTAs are left the more waves there are (FA2-TC measured about 1.0x in the canonical
+          layout, whose measured batches correct the rest, and up to 1.3x / 2.2x / 3.5x at 1.2 / 1.5 / 1.75
+          waves with few long requests among many short; 1.1x with BF16 KV); from
           `unsplit_waves` on FlashInfer's planner leaves requests unsplit, and the longest
           runs as in a one-wave batch of the longest length, if that is slower;
         - a fixed split-KV plan: the mean batch from `unsplit_waves` waves on, below that the uniform
@@ -316,7 +317,7 @@ class FittedModel:
         full = bool(sms) and waves >= self.config.unsplit_waves
         fp8 = p.kv_dtype == "fp8" and p.phase == "decode"
         slope = self.config.fp8_unbalanced * (max(waves - 1, 0) / 0.5) ** self.config.unbalanced_wave_power
-        partial = 1.0 + slope * (1.0 - p.balance) if fp8 else 1.0
+        partial = 1.0 + slope * (p.balance_range()[1] - p.balance) if fp8 else 1.0
         split_longest = not sms or waves >= self.config.longest_alone_waves      # no SM count: the old rule
         wave = min(p.batch_size, max(1, sms // p.num_kv_heads)) if sms else p.batch_size
         mean = at(stepped=False, max_kv_len=p.kv_len)      # its short requests end early: no whole waves

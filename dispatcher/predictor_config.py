@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -52,8 +53,8 @@ class PredictorConfig:
             want = type(getattr(defaults, k))
             if isinstance(v, bool) or not isinstance(v, (int, float)) or (want is int and not float(v).is_integer()):
                 raise ValueError(f"predictor setting {k}={v!r} is not a{'n integer' if want is int else ' number'}")
-            if v < 0:
-                raise ValueError(f"predictor setting {k}={v!r} is negative; every setting is 0 or more "
+            if not math.isfinite(v) or v < 0:
+                raise ValueError(f"predictor setting {k}={v!r} is negative or not finite; every setting is 0 or more "
                                  f"(the default: {getattr(defaults, k)!r})")
         values: dict[str, Any] = {k: want_cast(getattr(defaults, k), v) for k, v in data.items()}
         return replace(defaults, **values)

@@ -360,7 +360,9 @@ class AttentionProblem:
             made = cls.from_seq_lens(seq_lens=data["seq_lens"], **{k: v for k, v in rest.items() if k not in sized})
             for k in sized:
                 given = rest.get(k)
-                if given in (None, 0) or (k == "kv_balance" and abs(float(given) - made.balance) <= 2e-3):
+                if k == "kv_balance" and given not in (None, 0):
+                    given = dataclasses.replace(made, seq_lens=None, kv_balance=given).balance   # checked as given
+                if given in (None, 0) or (k == "kv_balance" and abs(given - made.balance) <= 2e-3):
                     continue
                 have = round(made.balance, 3) if k == "kv_balance" else getattr(made, k)
                 if k == "kv_balance" or int(given) != have:

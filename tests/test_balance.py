@@ -82,10 +82,16 @@ def test_an_old_database_takes_its_lengths_balance_in_keys_and_records_misses(tm
     assert p.kv_balance
     store.add_misses(old, "NVIDIA H200", "graph", {p: ("learned", 3)})     # read-only users record misses
     assert sqlite3.connect(old).execute("select kv_balance, count from misses").fetchall() == [(p.kv_balance, 3)]
-    s = Store(old)
-    env = s.db.execute("select id from environments").fetchone()[0]
-    assert s.measured_pipelines(env, p)            # a resumed sweep does not measure it again
-    s.close()
+    from tuner.transfer import export_jsonl, import_jsonl
+    export_jsonl(old, tmp_path / "old.jsonl")      # rows as schema 4 wrote them
+    imported = tmp_path / "imported.db"
+    import_jsonl(imported, tmp_path / "old.jsonl")
+    for db in (old, imported):                     # migrated in place, or imported into a new database
+        s = Store(db)
+        env = s.db.execute("select id from environments").fetchone()[0]
+        assert s.measured_pipelines(env, p)        # a resumed sweep does not measure it again
+        assert s.db.execute("select count(*) from winners").fetchone()[0] == 192
+        s.close()
 
 
 def test_a_cell_keeps_its_balance_cell_and_is_its_own_cell():
@@ -140,3 +146,27 @@ def test_the_cli_and_rest_take_kv_balance(tmp_path):
     assert ok.status_code == 200 and "kv_balance=0.500" in ok.json()["reason"], ok.text
     assert posted.status_code == 200 and "kv_balance=0.500" in posted.text, posted.text
     assert wrong.status_code == 422 and "kv_balance 0.05 is out of range" in wrong.text
+
+
+def test_the_migration_keys_each_environment_by_its_own_lengths(tmp_path):
+    import lzma
+
+    from tuner.store import Store
+    old = tmp_path / "mixed4.db"
+    old.write_bytes(lzma.decompress((ROOT / "benchmarks/results/prefill-tiles/mixed4.db.xz").read_bytes()))
+    con = sqlite3.connect(old)
+    key = next(k for k, lens, qo, kvh in con.execute("select problem_key, lengths, num_qo_heads, num_kv_heads from "
+                                                     "measurements where lengths is not null")
+               if AttentionProblem.from_seq_lens(seq_lens=json.loads(lens), phase="decode", num_qo_heads=qo,
+                                                 num_kv_heads=kvh).kv_balance)
+    con.execute("insert into environments (key, device_name) values ('other', 'other GPU')")
+    other = con.execute("select id from environments where key = 'other'").fetchone()[0]
+    cols = [r[1] for r in con.execute("pragma table_info(measurements)") if r[1] not in ("id", "env_id", "lengths")]
+    con.execute(f"insert into measurements (env_id, {', '.join(cols)}) select ?, {', '.join(cols)} from measurements "
+                "where problem_key = ?", [other, key])          # the same problem measured canonically elsewhere
+    con.commit()
+    con.close()
+    Store(old).close()
+    rows = sqlite3.connect(old).execute("select env_id, problem_key, kv_balance from measurements where "
+                                        "problem_key like ?", [key + "%"]).fetchall()
+    assert {(e, k == key, b is None) for e, k, b in rows} == {(1, False, False), (other, True, True)}

@@ -32,6 +32,14 @@ def now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
+def balance_key(key: str, lengths: str, phase: str, num_qo_heads: int, num_kv_heads: int,
+                q_len: int) -> tuple[str, float]:
+    """A row from before schema 5 measured at its own lengths (JSON): its kv_balance and the key that carries it."""
+    balance = AttentionProblem.from_seq_lens(seq_lens=json.loads(lengths), phase=phase, num_qo_heads=num_qo_heads,
+                                             num_kv_heads=num_kv_heads, q_len=q_len).kv_balance
+    return (f"{key}|b{balance:.6f}" if balance else key), balance
+
+
 class Store:
     def __init__(self, db: str | os.PathLike | None = None):
         self.path = default_path(db)
@@ -54,19 +62,18 @@ class Store:
                              "point --db at a heuristics.db or a new path") from None
 
     def _key_by_balance(self) -> None:
-        """Schema 5: a batch measured at its own lengths takes their kv_balance, and the key that carries it."""
-        rows = self.db.execute("select distinct problem_key, lengths, phase, num_qo_heads, num_kv_heads, q_len from "
-                               "measurements where lengths is not null and kv_balance is null").fetchall()
-        for old, lens, phase, qo, kvh, q in rows:
-            balance = AttentionProblem.from_seq_lens(seq_lens=json.loads(lens), phase=phase, num_qo_heads=qo,
-                                                     num_kv_heads=kvh, q_len=q).kv_balance
-            new = old + f"|b{balance:.6f}" if balance else old
-            for table in ("measurements", "winners", "tactic_trials"):
-                if "kv_balance" in {c.name for c in self.db[table].columns}:
-                    self.db.execute(f"update {table} set problem_key = ?, kv_balance = ? where problem_key = ?",
-                                    [new, balance, old])
-                else:
-                    self.db.execute(f"update {table} set problem_key = ? where problem_key = ?", [new, old])
+        """Schema 5: a batch measured at its own lengths takes their kv_balance, and the key that carries it
+        (per environment and lengths: one key may have been measured in other layouts elsewhere)."""
+        rows = self.db.execute("select distinct env_id, problem_key, lengths, phase, num_qo_heads, num_kv_heads, q_len "
+                               "from measurements where lengths is not null and kv_balance is null").fetchall()
+        for env, old, lens, phase, qo, kvh, q in rows:
+            new, balance = balance_key(old, lens, phase, qo, kvh, q)
+            self.db.execute("update measurements set problem_key = ?, kv_balance = ? where env_id = ? and "
+                            "problem_key = ? and lengths = ?", [new, balance, env, old, lens])
+            self.db.execute("update winners set problem_key = ?, kv_balance = ? where env_id = ? and problem_key = ?",
+                            [new, balance, env, old])
+            self.db.execute("update tactic_trials set problem_key = ? where env_id = ? and problem_key = ?",
+                            [new, env, old])
 
     def _migrate(self) -> None:
         if "meta" in self.db.table_names():

@@ -14,7 +14,7 @@ from dispatcher.registry import load_registry
 from dispatcher.rules import DEFAULT_RULE, rule_pick
 from dispatcher.table import rank, stored_balance
 
-from .store import Store, timings
+from .store import Store, balance_key, timings
 
 ENV_FIELDS = ("device_name", "device_kind", "compute_capability", "sm_count", "memory_bytes", "driver",
               "cuda", "torch", "flashinfer", "python", "timing_mode")
@@ -59,6 +59,9 @@ def import_jsonl(db, src: Path) -> dict:
                     raise ValueError(f"line {n} of {src} is not a Switchyard measurement ({e}); "
                                      "export one with `tuner export --format jsonl`") from None
                 env_id = _environment(s, env)
+                if m.get("lengths") and m.get("kv_balance") is None:        # exported before schema 5
+                    m["problem_key"], m["kv_balance"] = balance_key(m["problem_key"], m["lengths"], m["phase"],
+                                                                    m["num_qo_heads"], m["num_kv_heads"], m["q_len"])
                 s.db["measurements"].insert({**m, "env_id": env_id}, replace=True)
                 touched.setdefault(env_id, set()).add(m["problem_key"])
         for env_id, keys in touched.items():
