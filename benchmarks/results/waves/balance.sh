@@ -34,7 +34,7 @@ H100=(--measured-on "NVIDIA H100 80GB HBM3")
 echo "== choice: mixed seeds 1 and 4"
 for s in mixed1 mixed4; do score "before (partial 1.4)" $s base; done
 for pw in 0 1.6; do
-  for f in 0.6 0.8 1.0 1.2 1.4 1.6 2.0 2.5; do
+  for f in 1.0 1.5 2.0 2.5 3.0 4.0; do
     for s in mixed1 mixed4; do score "unbalanced $f, power $pw" $s "\"fp8_unbalanced\": $f, \"unbalanced_wave_power\": $pw"; done
   done
 done
