@@ -54,7 +54,8 @@ class PredictorConfig:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or (want is int and not float(v).is_integer()):
                 raise ValueError(f"predictor setting {k}={v!r} is not a{'n integer' if want is int else ' number'}")
             if not math.isfinite(v) or v < 0:
-                raise ValueError(f"predictor setting {k}={v!r} is negative or not finite; every setting is 0 or more "
+                why = "is negative" if v < 0 else "is not a finite number"
+                raise ValueError(f"predictor setting {k}={v!r} {why}; every setting is 0 or more "
                                  f"(the default: {getattr(defaults, k)!r})")
         values: dict[str, Any] = {k: want_cast(getattr(defaults, k), v) for k, v in data.items()}
         return replace(defaults, **values)

@@ -73,6 +73,8 @@ def test_the_predictor_settings_round_trip_and_bad_ones_name_themselves(tmp_path
         PredictorConfig.from_dict({"k_nearest": 2.5})
     with pytest.raises(ValueError, match=r"resident_step=-1 is negative; every setting is 0 or more \(the default"):
         PredictorConfig.from_dict({"resident_step": -1})
+    with pytest.raises(ValueError, match="fp8_unbalanced=nan is not a finite number"):     # JSON's NaN
+        PredictorConfig.from_dict(json.loads('{"fp8_unbalanced": NaN}'))
     path.write_text("[1, 2]")
     with pytest.raises(ValueError, match="is not a JSON object of settings"):
         PredictorConfig.from_file(path)
