@@ -144,6 +144,38 @@ def in_process(db, **kw):
         yield client
 
 
+def cpu_sweep_of(tmp_path, *problems: AttentionProblem) -> Path:
+    """These problems swept on the CPU by `tuner sweep --problems` into a new database (its path)."""
+    import json
+    f = tmp_path / "problems.jsonl"
+    f.write_text("".join(json.dumps(p.to_dict()) + "\n" for p in problems))
+    db = tmp_path / "swept.db"
+    r = subprocess.run([sys.executable, "-m", "tuner", "sweep", "--problems", str(f), "--device", "cpu", "--db",
+                        str(db)], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return db
+
+
+def cli_and_rest(tmp_path, query: dict, field: str, good, bad, post: bool = False) -> dict:
+    """One problem field given good and bad through `tuner decide` and GET /v1/decision (and, with `post`,
+    POST /v1/decisions), against a copy of the shipped db on the H200: the responses by name."""
+    import json
+    flags = [x for k, v in query.items() for x in (f"--{k.replace('_', '-')}", str(v))]
+    cli = {name: subprocess.run([sys.executable, "-m", "tuner", "decide", *flags, "--device", "NVIDIA H200", "--json",
+                                 f"--{field.replace('_', '-')}", str(v)], capture_output=True, text=True, cwd=ROOT)
+           for name, v in (("cli_ok", good), ("cli_bad", bad))}
+    served = tmp_path / "served.db"
+    served.write_bytes(SHIPPED.read_bytes())
+    with in_process(db=served) as client:
+        out = {"rest_ok": client.get("/v1/decision", params={**query, field: good, "device": "NVIDIA H200"}),
+               "rest_bad": client.get("/v1/decision", params={**query, field: bad, "device": "NVIDIA H200"})}
+        if post:
+            out["posted"] = client.post("/v1/decisions", json={"problems": [{**query, field: good}],
+                                                               "device": "NVIDIA H200"})
+    out.update({k: (r.returncode, json.loads(r.stdout) if r.returncode == 0 else r.stderr) for k, r in cli.items()})
+    return out
+
+
 @pytest.fixture(autouse=True)
 def shipped_db_untouched():
     """No test may write the shipped heuristics.db."""

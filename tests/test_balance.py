@@ -3,8 +3,6 @@ requests' lengths, laid out by the sweep, stored, keyed per cell, and taken by t
 import json
 import random
 import sqlite3
-import subprocess
-import sys
 
 import pytest
 
@@ -109,12 +107,8 @@ def test_a_cell_keeps_its_balance_cell_and_is_its_own_cell():
 def test_a_swept_balance_is_stored_and_decided_as_measured(tmp_path):
     p = AttentionProblem(phase="decode", num_qo_heads=8, num_kv_heads=2, head_dim=64, page_size=16, batch_size=12,
                          kv_len=100, max_kv_len=500, kv_balance=0.45)
-    f = tmp_path / "p.jsonl"
-    f.write_text(json.dumps(p.to_dict()) + "\n")
-    db = tmp_path / "h.db"
-    r = subprocess.run([sys.executable, "-m", "tuner", "sweep", "--problems", str(f), "--device", "cpu",
-                        "--db", str(db)], capture_output=True, text=True, cwd=ROOT)
-    assert r.returncode == 0, r.stderr[-2000:]
+    from tests.conftest import cpu_sweep_of
+    db = cpu_sweep_of(tmp_path, p)
     rows = sqlite3.connect(db).execute("select distinct status, kv_balance, problem_key from measurements").fetchall()
     assert rows == [("ok", 0.45, p.key())]
     d = load(db, "cpu")
@@ -123,29 +117,15 @@ def test_a_swept_balance_is_stored_and_decided_as_measured(tmp_path):
 
 
 def test_the_cli_and_rest_take_kv_balance(tmp_path):
-    args = ["--phase", "decode", "--num-qo-heads", "10", "--num-kv-heads", "2", "--head-dim", "128",
-            "--kv-dtype", "fp8", "--batch-size", "99", "--kv-len", "2000", "--max-kv-len", "16000",
-            "--device", "NVIDIA H200", "--json"]
-    r = subprocess.run([sys.executable, "-m", "tuner", "decide", *args, "--kv-balance", "0.5"],
-                       capture_output=True, text=True, cwd=ROOT)
-    assert r.returncode == 0, r.stderr
-    assert "kv_balance=0.500" in json.loads(r.stdout)["reason"]
-    bad = subprocess.run([sys.executable, "-m", "tuner", "decide", *args, "--kv-balance", "0.05"],
-                         capture_output=True, text=True, cwd=ROOT)
-    assert bad.returncode != 0 and "kv_balance 0.05 is out of range" in bad.stderr
-    from tests.conftest import in_process
-    served = tmp_path / "served.db"
-    served.write_bytes((ROOT / "heuristics.db").read_bytes())
-    with in_process(db=served) as client:
-        q = dict(phase="decode", num_qo_heads=10, num_kv_heads=2, head_dim=128, kv_dtype="fp8", batch_size=99,
-                 kv_len=2000, max_kv_len=16000, device="NVIDIA H200")
-        ok = client.get("/v1/decision", params={**q, "kv_balance": 0.5})
-        body = {k: v for k, v in q.items() if k != "device"}
-        posted = client.post("/v1/decisions", json={"problems": [{**body, "kv_balance": 0.5}], "device": q["device"]})
-        wrong = client.get("/v1/decision", params={**q, "kv_balance": 0.05})
-    assert ok.status_code == 200 and "kv_balance=0.500" in ok.json()["reason"], ok.text
-    assert posted.status_code == 200 and "kv_balance=0.500" in posted.text, posted.text
-    assert wrong.status_code == 422 and "kv_balance 0.05 is out of range" in wrong.text
+    from tests.conftest import cli_and_rest
+    q = dict(phase="decode", num_qo_heads=10, num_kv_heads=2, head_dim=128, kv_dtype="fp8", batch_size=99,
+             kv_len=2000, max_kv_len=16000)
+    r = cli_and_rest(tmp_path, q, "kv_balance", 0.5, 0.05, post=True)
+    assert r["cli_ok"][0] == 0 and "kv_balance=0.500" in r["cli_ok"][1]["reason"], r["cli_ok"]
+    assert r["cli_bad"][0] != 0 and "kv_balance 0.05 is out of range" in r["cli_bad"][1]
+    assert r["rest_ok"].status_code == 200 and "kv_balance=0.500" in r["rest_ok"].json()["reason"], r["rest_ok"].text
+    assert r["posted"].status_code == 200 and "kv_balance=0.500" in r["posted"].text, r["posted"].text
+    assert r["rest_bad"].status_code == 422 and "kv_balance 0.05 is out of range" in r["rest_bad"].text
 
 
 def test_the_migration_keys_each_environment_by_its_own_lengths(tmp_path):

@@ -4,8 +4,6 @@ import dataclasses
 import json
 import lzma
 import sqlite3
-import subprocess
-import sys
 
 import pytest
 
@@ -164,36 +162,22 @@ def test_a_family_measured_only_in_mixed_batches_keeps_its_planes():
 
 
 def test_the_cli_and_rest_take_max_kv_len(tmp_path):
-    args = ["--phase", "decode", "--num-qo-heads", "10", "--num-kv-heads", "2", "--head-dim", "128",
-            "--kv-dtype", "fp8", "--batch-size", "64", "--kv-len", "2100", "--db", "none", "--json"]
-    r = subprocess.run([sys.executable, "-m", "tuner", "decide", *args, "--max-kv-len", "32768"],
-                       capture_output=True, text=True, cwd=ROOT)
-    assert r.returncode == 0, r.stderr
-    assert "max_kv_len=32768" in json.loads(r.stdout)["reason"] or json.loads(r.stdout)["source"] == "rule"
-    bad = subprocess.run([sys.executable, "-m", "tuner", "decide", *args, "--max-kv-len", "10"],
-                         capture_output=True, text=True, cwd=ROOT)
-    assert bad.returncode != 0 and "max_kv_len 10 is out of range" in bad.stderr
-    from tests.conftest import in_process
-    served = tmp_path / "served.db"
-    served.write_bytes((ROOT / "heuristics.db").read_bytes())
-    with in_process(db=served) as client:
-        q = dict(phase="decode", num_qo_heads=10, num_kv_heads=2, head_dim=128, kv_dtype="fp8", batch_size=64,
-                 kv_len=2100, device="NVIDIA H200")
-        ok = client.get("/v1/decision", params={**q, "max_kv_len": 32768})
-        wrong = client.get("/v1/decision", params={**q, "max_kv_len": 10})
-    assert ok.status_code == 200, ok.text
-    assert wrong.status_code == 422 and "max_kv_len 10 is out of range" in wrong.text
+    from tests.conftest import cli_and_rest
+    q = dict(phase="decode", num_qo_heads=10, num_kv_heads=2, head_dim=128, kv_dtype="fp8", batch_size=64,
+             kv_len=2100)
+    r = cli_and_rest(tmp_path, q, "max_kv_len", 32768, 10)
+    assert r["cli_ok"][0] == 0, r["cli_ok"]
+    assert "max_kv_len=32768" in r["cli_ok"][1]["reason"] or r["cli_ok"][1]["source"] == "rule"
+    assert r["cli_bad"][0] != 0 and "max_kv_len 10 is out of range" in r["cli_bad"][1]
+    assert r["rest_ok"].status_code == 200, r["rest_ok"].text
+    assert r["rest_bad"].status_code == 422 and "max_kv_len 10 is out of range" in r["rest_bad"].text
 
 
 def test_a_cpu_sweep_measures_a_mixed_batch_per_request_and_stores_its_lengths(tmp_path):
     p = AttentionProblem.from_seq_lens(seq_lens=[300, 40, 50, 60], phase="decode", num_qo_heads=8, num_kv_heads=2,
                                        head_dim=64, page_size=16)
-    f = tmp_path / "p.jsonl"
-    f.write_text(json.dumps(p.to_dict()) + "\n")
-    db = tmp_path / "h.db"
-    r = subprocess.run([sys.executable, "-m", "tuner", "sweep", "--problems", str(f), "--device", "cpu",
-                        "--db", str(db)], capture_output=True, text=True, cwd=ROOT)
-    assert r.returncode == 0, r.stderr[-2000:]
+    from tests.conftest import cpu_sweep_of
+    db = cpu_sweep_of(tmp_path, p)
     rows = sqlite3.connect(db).execute("select status, relerr, max_kv_len, kv_len, lengths from measurements")
     rows = rows.fetchall()
     assert rows and all(s == "ok" for s, *_ in rows), rows        # every output checked per request
