@@ -29,8 +29,9 @@ class PredictorConfig:
     unsplit_waves: float = 1.9    # decode: batch x KV heads over SMs from which FA2's plan leaves requests unsplit
     longest_alone_waves: float = 2.0   # decode: from here XQA's longest request costs as if run alone, after the rest
     fp8_unbalanced: float = 2.0   # decode, FP8 KV, one wave to unsplit_waves: a balanced plan's mixed batch costs
-                                  # the batch at the mean x (1 + slope x (1 - kv_balance)), the slope this at 1.5
-    unbalanced_wave_power: float = 1.6  # waves, and rising as ((waves - 1) / 0.5) ** this (benchmarks/results/waves/)
+                                  # the batch at the mean x (1 + slope x (canonical balance - kv_balance)), the
+    unbalanced_wave_power: float = 1.6  # slope this at 1.5 waves, rising as ((waves - 1) / 0.5) ** this elsewhere
+                                        # (benchmarks/results/waves/)
     split_rows: int = 1           # 1: kernels with a split_kv rule read an unmeasured decode batch by work per SM
     ragged_keep: float = 4.0      # a mixed batch read from uniform ones (rough estimates): the rule's choice
                                   # stands within this many times its usual keep margin (table.keep_margin_us)
