@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from dispatcher import StoreError, store
 from dispatcher.device import DeviceInfo
 from dispatcher.dispatch import default_timing_mode
-from dispatcher.problem import FIELDS, AttentionProblem
+from dispatcher.problem import AttentionProblem
+from dispatcher.table import problem_of
 
 from .admission import too_big
 
@@ -159,7 +160,7 @@ class JobManager:
         probs = []
         for r in rows:
             try:
-                p = AttentionProblem(**{f: r[f] for f in FIELDS if f in r.keys()})   # kv_balance: schema 5
+                p = problem_of(r)
             except ValueError:
                 continue
             if too_big(p, self.device) is None:          # the bounds a token-holder's POST /v1/sweeps has

@@ -152,9 +152,17 @@ class Table:
         return t
 
 
+def problem_of(row: Any) -> AttentionProblem:
+    """The problem a store row (measurements, winners or misses; sqlite3.Row or dict) was recorded for: the
+    columns it has (a database from before max_kv_len has uniform batches only) and stored_balance."""
+    keys = row.keys()
+    return AttentionProblem(**{f: row[f] for f in FIELDS if f in keys and f != "kv_balance"},
+                            kv_balance=stored_balance(row))
+
+
 def stored_balance(row: Any) -> float:
-    """A measured row's kv_balance: its own, else (a database from before kv_balance) its lengths' where
-    it was not laid out canonically, else 0 (canonical)."""
+    """A row's kv_balance: its own, else (a database from before kv_balance) its lengths' where it was not
+    laid out canonically, else 0 (canonical)."""
     keys = row.keys()
     if "kv_balance" in keys and row["kv_balance"] is not None:
         return float(row["kv_balance"])
@@ -168,11 +176,8 @@ def stored_balance(row: Any) -> float:
 def measured_problems(rows: Iterable[Any]) -> dict[AttentionProblem, dict[str, Timing]]:
     """Each problem measured, exactly as measured, with its timings by pipeline (a later row wins)."""
     out: dict[AttentionProblem, dict[str, Timing]] = {}
-    fields: list[str] | None = None
     for r in rows:
-        if fields is None:              # a database from before max_kv_len has none: uniform batches
-            fields = [f for f in FIELDS if f in r.keys() and f != "kv_balance"]
-        p = AttentionProblem(**{f: r[f] for f in fields}, kv_balance=stored_balance(r))
+        p = problem_of(r)
         pipe = Pipeline.from_row(r)
         out.setdefault(p, {})[pipe.id] = Timing(pipe, r["median_us"], r["spread_us"] or 0.0, r["relerr"])
     return out

@@ -6,7 +6,9 @@ import datetime as dt
 import json
 import os
 import sqlite3
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import sqlite_utils
 
@@ -25,19 +27,18 @@ from dispatcher.schema import (
     StoreError,
 )
 from dispatcher.store import check_version, default_path
-from dispatcher.table import Ranking
+from dispatcher.table import Ranking, problem_of
 
 
 def now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
-def balance_key(key: str, lengths: str, phase: str, num_qo_heads: int, num_kv_heads: int,
-                q_len: int) -> tuple[str, float]:
-    """A row from before schema 5 measured at its own lengths (JSON): its kv_balance and the key that carries it."""
-    balance = AttentionProblem.from_seq_lens(seq_lens=json.loads(lengths), phase=phase, num_qo_heads=num_qo_heads,
-                                             num_kv_heads=num_kv_heads, q_len=q_len).kv_balance
-    return (f"{key}|b{balance:.6f}" if balance else key), balance
+def balance_key(row: Mapping[str, Any]) -> tuple[str, float]:
+    """A measurement row from before schema 5 measured at its own lengths: the key that carries their
+    kv_balance, and the balance."""
+    p = problem_of(row)
+    return p.key(), p.kv_balance
 
 
 class Store:
@@ -64,10 +65,11 @@ class Store:
     def _key_by_balance(self) -> None:
         """Schema 5: a batch measured at its own lengths takes their kv_balance, and the key that carries it
         (per environment and lengths: one key may have been measured in other layouts elsewhere)."""
-        rows = self.db.execute("select distinct env_id, problem_key, lengths, phase, num_qo_heads, num_kv_heads, q_len "
-                               "from measurements where lengths is not null and kv_balance is null").fetchall()
-        for env, old, lens, phase, qo, kvh, q in rows:
-            new, balance = balance_key(old, lens, phase, qo, kvh, q)
+        rows = list(self.db.query("select * from measurements where lengths is not null and kv_balance is null "
+                                  "group by env_id, problem_key, lengths"))
+        for row in rows:
+            env, old, lens = row["env_id"], row["problem_key"], row["lengths"]
+            new, balance = balance_key(row)
             self.db.execute("update measurements set problem_key = ?, kv_balance = ? where env_id = ? and "
                             "problem_key = ? and lengths = ?", [new, balance, env, old, lens])
             self.db.execute("update winners set problem_key = ?, kv_balance = ? where env_id = ? and problem_key = ?",

@@ -9,10 +9,9 @@ from pathlib import Path
 from dispatcher import store as reader
 from dispatcher.device import named
 from dispatcher.policy import max_relerr
-from dispatcher.problem import FIELDS, AttentionProblem
 from dispatcher.registry import load_registry
 from dispatcher.rules import DEFAULT_RULE, rule_pick
-from dispatcher.table import rank, stored_balance
+from dispatcher.table import problem_of, rank
 
 from .store import Store, balance_key, timings
 
@@ -60,8 +59,7 @@ def import_jsonl(db, src: Path) -> dict:
                                      "export one with `tuner export --format jsonl`") from None
                 env_id = _environment(s, env)
                 if m.get("lengths") and m.get("kv_balance") is None:        # exported before schema 5
-                    m["problem_key"], m["kv_balance"] = balance_key(m["problem_key"], m["lengths"], m["phase"],
-                                                                    m["num_qo_heads"], m["num_kv_heads"], m["q_len"])
+                    m["problem_key"], m["kv_balance"] = balance_key(m)
                 s.db["measurements"].insert({**m, "env_id": env_id}, replace=True)
                 touched.setdefault(env_id, set()).add(m["problem_key"])
         for env_id, keys in touched.items():
@@ -87,7 +85,7 @@ def _rewin(s: Store, env_id: int, keys: set) -> None:
         r = s.db.execute("select * from measurements where env_id = ? and problem_key = ? limit 1", [env_id, key])
         cols = [d[0] for d in r.description]
         row = dict(zip(cols, r.fetchone()))
-        p = AttentionProblem(**{f: row[f] for f in FIELDS if f != "kv_balance"}, kv_balance=stored_balance(row))
+        p = problem_of(row)
         pick, _ = rule_pick(DEFAULT_RULE, p, dev, reg)
         ranking = rank(timings(s, env_id, p), max_relerr(p.kv_dtype, p.out_dtype), pick.id if pick else None)
         s.record(env_id, p, [], ranking)

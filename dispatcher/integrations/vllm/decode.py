@@ -124,9 +124,11 @@ def step_answer(state: DecodeState, metadata: Any, num_decodes: int) -> Choice |
     live = live[live > 0]                      # rows padded for a CUDA graph have length 0
     if not live.size:
         return None
-    batch, mean, longest = int(live.size), int(live.mean() + 0.5), int(live.max())
+    total = live.sum()
+    batch, exact_mean, longest = int(live.size), total / live.size, int(live.max())
+    mean = int(exact_mean + 0.5)
     # how the tokens spread (dispatcher/balance.py): FA2's balanced plan costs up to 2x more with many short requests
-    balance = float(live.clip(max=live.mean()).sum() / live.sum())
+    balance = float(live.clip(max=exact_mean).sum() / total)
     key = (batch, size_cell(mean), size_cell(longest), balance_cell(balance))
     if key not in state.steps:
         if len(state.steps) >= STEP_CACHE_LIMIT:
