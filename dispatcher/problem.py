@@ -189,10 +189,22 @@ class AttentionProblem:
                 raise ProblemError("seq_lens", f"seq_lens ({len(lens)} lengths, longest {max(lens, default=0)}) "
                                    f"do not describe batch_size {self.batch_size} with max_kv_len {self.max_kv_len}; "
                                    "give seq_lens alone (AttentionProblem.from_seq_lens)")
+            self._check_layout(lens)
             put("seq_lens", lens)
         fields = tuple(getattr(self, f) for f in FIELDS)
         put("_fields", fields)
         put("_hash", hash(fields))
+
+    def _check_layout(self, lens: tuple[int, ...]) -> None:
+        """seq_lens must have the mean and kv_balance the problem is keyed by, or the batch measured or
+        decided would be another than the one asked about."""
+        mean = max(1, int(sum(lens) / len(lens) + 0.5))
+        have = stored(balance_of(lens), *self.balance_range()) or self.balance_range()[1]
+        if mean != self.kv_len or abs(have - self.balance) > 2e-3:
+            what = (f"mean {sum(lens) / len(lens):.1f}" if mean != self.kv_len else f"kv_balance {have:.3f}")
+            want = f"kv_len {self.kv_len}" if mean != self.kv_len else f"kv_balance {self.balance:.3f}"
+            raise ProblemError("seq_lens", f"seq_lens ({what}) do not describe {want}; give seq_lens alone "
+                                           "(AttentionProblem.from_seq_lens)")
 
     def balance_range(self) -> tuple[float, float]:
         """The least and the most kv_balance a batch of these sizes can have (the most: canonical)."""
@@ -263,10 +275,10 @@ class AttentionProblem:
                 raise ProblemError(f, f"{f} comes from seq_lens; leave it out")
         lens = [_int("kv_len", n) for n in seq_lens]
         mean = max(1, int(sum(lens) / len(lens) + 0.5))
-        made = cls(batch_size=len(lens), kv_len=mean, max_kv_len=max(max(lens), mean), seq_lens=tuple(lens), **fields)
+        made = cls(batch_size=len(lens), kv_len=mean, max_kv_len=max(max(lens), mean), **fields)
         # the range is that of the mean rounded to whole tokens: the lengths' own balance is clamped to it
         lo, hi = made.balance_range()
-        return dataclasses.replace(made, kv_balance=stored(balance_of(lens), lo, hi))
+        return dataclasses.replace(made, kv_balance=stored(balance_of(lens), lo, hi), seq_lens=tuple(lens))
 
     def family(self) -> tuple[Any, ...]:
         """Everything but the sizes: problems of one family share kernels and are comparable."""

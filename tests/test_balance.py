@@ -1,5 +1,6 @@
 """kv_balance, the third statistic of a mixed batch (dispatcher/balance.py): validated, made from the
 requests' lengths, laid out by the sweep, stored, keyed per cell, and taken by the CLI and REST."""
+import dataclasses
 import json
 import random
 import sqlite3
@@ -41,6 +42,23 @@ def test_a_balance_just_outside_its_range_is_clamped_and_survives_its_own_dict()
         q = AttentionProblem.from_seq_lens(seq_lens=lens, **TP4)
         again = AttentionProblem(**q.to_dict())
         assert again == q and again.key() == q.key() and min(lengths(again)) >= 1
+
+
+def test_lengths_of_another_mean_or_balance_are_refused_not_keyed_as_the_problem():
+    """A problem given seq_lens beside its sizes would be measured with those lengths and stored under
+    its own key (a spread batch as the canonical one): the lengths must have its mean and balance."""
+    p = AttentionProblem(**TP4, batch_size=64, kv_len=2100, max_kv_len=32768)
+    with pytest.raises(ProblemError) as e:
+        dataclasses.replace(p, seq_lens=tuple(lengths(p, "spread")))
+    assert e.value.field == "seq_lens"
+    assert str(e.value) == ("seq_lens (kv_balance 0.116) do not describe kv_balance 0.772; give seq_lens alone "
+                            "(AttentionProblem.from_seq_lens)")
+    longer = lengths(p)
+    longer[1] += 64
+    with pytest.raises(ProblemError, match=r"seq_lens \(mean 2101.0\) do not describe kv_len 2100"):
+        dataclasses.replace(p, seq_lens=tuple(longer))
+    spread = AttentionProblem.from_seq_lens(seq_lens=lengths(p, "spread"), **TP4)
+    assert dataclasses.replace(spread, seq_lens=tuple(lengths(spread))).balance == spread.balance   # tiered
 
 
 def test_the_requests_lengths_give_the_balance_and_one_long_request_is_the_default():
