@@ -2,9 +2,11 @@
 lattice's batch), FP8 KV, the MIXED grid's KV lengths and skews: the regime between FlashInfer's one
 wave and its unsplit_waves where no grid point falls (batch 64 and 128 of 2 KV heads are 0.97 and 1.94
 waves on 132 SMs) and where the random mixed sets' worst FP8 choices are (benchmarks/results/waves/).
-Laid out as the sweep lays out a batch (--layout one-long, tuner/lengths.py's canonical) or by
-`spread` (the same statistics, lengths evenly spaced down from the longest), as JSON lines for
-`tuner sweep --problems`.
+Laid out as the sweep lays out a batch (--layout one-long, tuner/lengths.py's canonical), by
+`spread` (the same statistics, lengths evenly spaced down from the longest) or by `tiered` (the spread
+batch's statistics and kv_balance, laid out as tuner/lengths.py's `balanced` lays out a given balance:
+some requests at the longest, the rest alike), as JSON lines for `tuner sweep --problems`. Spread against
+tiered tells whether the three statistics rank the kernels where two do not (one-long against spread).
 
     python benchmarks/wave_points.py --layout one-long --out benchmarks/results/waves/one-long.jsonl
 """
@@ -18,7 +20,7 @@ from offgrid import configurations  # the off-grid set's configurations (benchma
 
 from dispatcher.problem import AttentionProblem, longest_request
 from tuner.grid import MIXED
-from tuner.lengths import LAYOUTS
+from tuner.lengths import LAYOUTS, balanced
 from tuner.sizes import kv_bytes
 
 
@@ -40,14 +42,23 @@ def points(layout: str, sm_count: int = 132, waves: float = 1.5, model: str = "l
                 p = AttentionProblem(phase="decode", batch_size=b, kv_len=kv, max_kv_len=top, **base)
                 if kv_bytes(p) > cap:
                     continue
-                out.append(p if skew == 1 else
-                           AttentionProblem.from_seq_lens(seq_lens=LAYOUTS[layout](p), phase="decode", **base))
+                out.append(p if skew == 1 else laid_out(p, layout, base))
     return out
+
+
+def laid_out(p: AttentionProblem, layout: str, fields: dict) -> AttentionProblem:
+    """p with its requests' lengths laid out by `layout` (tiered: at the spread layout's kv_balance)."""
+    if layout == "tiered":
+        spread = AttentionProblem.from_seq_lens(seq_lens=LAYOUTS["spread"](p), phase="decode", **fields)
+        lens = balanced(spread)
+    else:
+        lens = LAYOUTS[layout](p)
+    return AttentionProblem.from_seq_lens(seq_lens=lens, phase="decode", **fields)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--layout", choices=sorted(LAYOUTS), default="one-long")
+    ap.add_argument("--layout", choices=sorted({*LAYOUTS, "tiered"}), default="one-long")
     ap.add_argument("--sm-count", type=int, default=132, help="the GPU's SMs (132: H100, H200)")
     ap.add_argument("--waves", type=float, default=1.5, help="batch x KV heads over the SMs (1.5: between "
                     "one wave and FlashInfer's unsplit waves)")
