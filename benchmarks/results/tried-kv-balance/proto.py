@@ -6,6 +6,8 @@ the sets to /tmp/waves): python proto.py MODE DB SET[,SET...] where MODE is
                (FP8 output's "X+out-quant" / "X+fused-out" read the BF16-output family's "X");
   gate:D       residuals only from measured mixed batches whose kv_balance is within D of the query's;
   feature:W    kv_balance as one more neighbour feature, W x (1 - kv_balance) (uniform batches: 0);
+  regime       residuals only from measured mixed batches the prior reads by the same rule (waves of work
+               on the same side of 1, unsplit_waves and longest_alone_waves);
   xqa-wave     XQA past longest_alone_waves as the mean batch + one wave at the longest (its longest
                request unsplit) in place of + the longest request alone (batch 1).
 A set named h100-* is scored on the H100's times (--measured-on)."""
@@ -55,6 +57,15 @@ def gate(delta: float) -> None:
     P.FittedModel._mixed_near = lambda self, p: [c for c in near(self, p) if abs(c.balance - p.balance) <= delta]
 
 
+def regime() -> None:
+    near = P.FittedModel._mixed_near
+
+    def side(self, p):
+        w = p.batch_size * p.num_kv_heads / self.sm_count
+        return (w >= 1, w >= self.config.unsplit_waves, w >= self.config.longest_alone_waves)
+    P.FittedModel._mixed_near = lambda self, p: [c for c in near(self, p) if side(self, c) == side(self, p)]
+
+
 def feature(w: float) -> None:
     f = P.features
     P.features = lambda p, config, sm_count: (*f(p, config, sm_count), w * (1 - p.balance))
@@ -73,7 +84,7 @@ def main() -> None:
     mode, db, sets = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
     name, _, arg = mode.partition(":")
     {"off": lambda: None, "twin": twin, "gate": lambda: gate(float(arg)), "feature": lambda: feature(float(arg)),
-     "xqa-wave": xqa_wave}[name]()
+     "xqa-wave": xqa_wave, "regime": regime}[name]()
     for s in sets:
         r = evaluate_offgrid(db, f"/tmp/waves/{s}.db", "NVIDIA H200", measured_on=H100 if s.startswith("h100") else None)
         o = r["overall"]["learned"]
