@@ -51,14 +51,18 @@ def test_lengths_of_another_mean_or_balance_are_refused_not_keyed_as_the_problem
     with pytest.raises(ProblemError) as e:
         dataclasses.replace(p, seq_lens=tuple(lengths(p, "spread")))
     assert e.value.field == "seq_lens"
-    assert str(e.value) == ("seq_lens (kv_balance 0.116) do not describe kv_balance 0.772; give seq_lens alone "
-                            "(AttentionProblem.from_seq_lens)")
+    assert str(e.value) == ("seq_lens (kv_balance 0.116) do not describe kv_balance 0.772 (0: the canonical "
+                            "layout's); give seq_lens alone (AttentionProblem.from_seq_lens)")
     longer = lengths(p)
     longer[1] += 64
     with pytest.raises(ProblemError, match=r"seq_lens \(mean 2101.0\) do not describe kv_len 2100"):
         dataclasses.replace(p, seq_lens=tuple(longer))
     spread = AttentionProblem.from_seq_lens(seq_lens=lengths(p, "spread"), **TP4)
     assert dataclasses.replace(spread, seq_lens=tuple(lengths(spread))).balance == spread.balance   # tiered
+    # a small batch's layout misses its balance by a token's rounding, and is still that batch
+    small = AttentionProblem(**TP4, batch_size=10, kv_len=5, max_kv_len=10, kv_balance=0.65)
+    assert balance_of(lengths(small)) == pytest.approx(0.66)
+    assert dataclasses.replace(small, seq_lens=tuple(lengths(small))).kv_balance == 0.65
 
 
 def test_the_requests_lengths_give_the_balance_and_one_long_request_is_the_default():

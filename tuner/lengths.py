@@ -3,8 +3,8 @@
 The sweep lays out every batch by `one_long`, the canonical distribution: one request at max_kv_len
 and the others as equal as the mean allows (the "one long request among short ones" of continuous
 batching, where the kernels' rankings differ most from a uniform batch). `spread` is a second
-distribution with the same three statistics (lengths evenly spaced down from the longest), to check
-that the statistics, not the layout, decide the ranking. Both keep the sum exactly batch x mean. A batch
+distribution with the same batch size, mean and longest (lengths evenly spaced down from the longest), to
+check whether those statistics, not the layout, decide the ranking. Both keep the sum exactly batch x mean. A batch
 whose kv_balance is given (dispatcher/balance.py) is laid out by `balanced`, to that balance."""
 from __future__ import annotations
 

@@ -100,6 +100,7 @@ def assert_ranked_alike(best: dict, tolerance: float = 1.10) -> None:
     (a, ta), (b, tb) = best.items()
     for one, other, name, other_name in ((ta, tb, a, b), (tb, ta, b, a)):
         winner = min(one, key=one.get)
+        assert winner in other, f"{name}'s winner {winner} failed in {other_name}"
         regret = other[winner] / min(other.values())
         print(f"{name} winner {winner} in {other_name}: regret {regret:.3f}", flush=True)
         assert regret <= tolerance
