@@ -9,7 +9,8 @@ the sets to /tmp/waves): python proto.py MODE DB SET[,SET...] where MODE is
   regime       residuals only from measured mixed batches the prior reads by the same rule (waves of work
                on the same side of 1, unsplit_waves and longest_alone_waves);
   full:C       FA2's balanced plan with FP8 KV past unsplit_waves x (1 + C x min(1, (canonical balance -
-               kv_balance) / 0.1)): random layouts cost 1.4-1.9x the prior there, the canonical one 0.4-2.0x;
+               kv_balance) / 0.1)): random layouts cost 1.1-2.2x the prior there, the canonical one
+               0.4-1.0x at 1.94 waves (canonical_full.txt);
   xqa-wave     XQA past longest_alone_waves as the mean batch + one wave at the longest (its longest
                request unsplit) in place of + the longest request alone (batch 1).
 A set named h100-* is scored on the H100's times (--measured-on)."""

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # usage (repository root, after `bash benchmarks/results/waves/score.sh` has decompressed the sets to
-# /tmp/waves and the H100 mixed seeds 6-7 are at /tmp/waves/h100-mixed{6,7}.db, as
-# benchmarks/results/h100-mixed6-7/score.sh leaves them):
+# /tmp/waves, with the H100 mixed seed 5 runs as h100-mixed5a/5b.db, and seeds 6-7 at
+# /tmp/waves/h100-mixed{6,7}.db, as benchmarks/results/h100-mixed6-7/score.sh leaves them):
 #   bash benchmarks/results/tried-kv-balance/run.sh > benchmarks/results/tried-kv-balance/run.txt
 set -euo pipefail
 here=benchmarks/results/tried-kv-balance; w=/tmp/tried-kv-balance; mkdir -p $w
