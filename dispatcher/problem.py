@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .balance import TOLERANCE, balance_of, canonical_balance, cell_balance, key_cell, least_balance, stored
+from .balance import TOLERANCE, balance_of, canonical_balance, cell_balance, key_cell, least_balance, mean_of, stored
 
 Phase = Literal["decode", "prefill"]
 Dtype = Literal["bf16", "fp16", "fp8"]
@@ -198,7 +198,7 @@ class AttentionProblem:
     def _check_layout(self, lens: tuple[int, ...]) -> None:
         """seq_lens must have the mean and kv_balance the problem is keyed by, or the batch measured or
         decided would be another than the one asked about."""
-        mean = max(1, int(sum(lens) / len(lens) + 0.5))
+        mean = mean_of(lens, self.q_len)
         have = stored(balance_of(lens), *self.balance_range()) or self.balance_range()[1]
         # a layout hits a balance to within a token's rounding (tuner/lengths.py): one token is 1 / total
         if mean != self.kv_len or abs(have - self.balance) > max(2e-3, 1.0 / sum(lens)):
@@ -269,14 +269,15 @@ class AttentionProblem:
     @classmethod
     def from_seq_lens(cls, *, seq_lens: Sequence[int], **fields: Any) -> AttentionProblem:
         """The problem of a batch of requests with these KV lengths (new tokens included): batch_size
-        is their count, kv_len their mean (rounded to the nearest token), max_kv_len the longest."""
+        is their count, kv_len their mean (rounded to the nearest token, up where the longest needs it:
+        mean_of), max_kv_len the longest."""
         if not seq_lens:
             raise ProblemError("seq_lens", "seq_lens is empty; give each request's KV length")
         for f in ("batch_size", "kv_len", "max_kv_len", "kv_balance"):
             if f in fields:
                 raise ProblemError(f, f"{f} comes from seq_lens; leave it out")
         lens = [_int("kv_len", n) for n in seq_lens]
-        mean = max(1, int(sum(lens) / len(lens) + 0.5))
+        mean = mean_of(lens, _int("q_len", fields.get("q_len", 1)))
         made = cls(batch_size=len(lens), kv_len=mean, max_kv_len=max(max(lens), mean), **fields)
         # the range is that of the mean rounded to whole tokens: the lengths' own balance is clamped to it
         lo, hi = made.balance_range()

@@ -65,6 +65,17 @@ def test_lengths_of_another_mean_or_balance_are_refused_not_keyed_as_the_problem
     assert dataclasses.replace(small, seq_lens=tuple(lengths(small))).kv_balance == 0.65
 
 
+def test_a_batch_whose_rounded_mean_cannot_hold_its_longest_request_rounds_the_mean_up():
+    """One request with a cached prefix among fresh ones: the mean 415.4 rounds to 415, under which the
+    longest (2524) is more than the batch allows (7 x 415 - 6 x 64 = 2521), so the mean is 416."""
+    lens = [64, 64, 2524, 64, 64, 64, 64]
+    fields = dict(phase="prefill", num_qo_heads=40, num_kv_heads=8, head_dim=128, page_size=16, q_len=64)
+    p = AttentionProblem.from_seq_lens(seq_lens=lens, **fields)
+    assert (p.batch_size, p.kv_len, p.max_kv_len, p.seq_lens) == (7, 416, 2524, tuple(lens))
+    assert AttentionProblem.from_dict({**fields, "seq_lens": lens}) == p
+    assert AttentionProblem.from_seq_lens(seq_lens=[9, 3, 3], **TP4).kv_len == 5       # nearest where it fits
+
+
 def test_the_requests_lengths_give_the_balance_and_one_long_request_is_the_default():
     many_short = AttentionProblem.from_seq_lens(seq_lens=[16000] * 10 + [200] * 89, **TP4)
     assert many_short.kv_balance == pytest.approx(balance_of([16000] * 10 + [200] * 89)) and many_short.balance < 0.5
