@@ -161,6 +161,26 @@ def test_the_cli_and_rest_take_kv_balance(tmp_path):
     assert r["rest_bad"].status_code == 422 and "kv_balance 0.05 is out of range" in r["rest_bad"].text
 
 
+def test_tuner_decide_takes_the_requests_lengths():
+    """--seq-lens gives batch size, mean, longest and balance at once; a length that is not a number, or a
+    size that disagrees with the lengths, is refused by name."""
+    import subprocess
+    import sys
+
+    def decide(*flags):
+        return subprocess.run([sys.executable, "-m", "tuner", "decide", "--device", "NVIDIA H200", "--phase", "decode",
+                               "--num-qo-heads", "10", "--num-kv-heads", "2", "--kv-dtype", "fp8", "--json", *flags],
+                              capture_output=True, text=True, cwd=ROOT)
+    spread = lengths(AttentionProblem(**TP4, batch_size=99, kv_len=2048, max_kv_len=8192), "spread")
+    r = decide("--seq-lens", ",".join(map(str, spread)))
+    assert r.returncode == 0, r.stderr
+    assert "batch_size=99 q_len=1 kv_len=2048 max_kv_len=8192 kv_balance=0.400" in json.loads(r.stdout)["reason"]
+    bad = decide("--seq-lens", "8192,100,x")
+    assert bad.returncode != 0 and "--seq-lens '8192,100,x': 'x' is not a whole number" in bad.stderr
+    off = decide("--seq-lens", "8192,100,100,100", "--kv-len", "500")
+    assert off.returncode != 0 and "kv_len 500 disagrees with seq_lens (2123)" in off.stderr
+
+
 def test_the_migration_keys_each_environment_by_its_own_lengths(tmp_path):
     import lzma
 

@@ -28,6 +28,8 @@ def decide(
     max_kv_len: Annotated[Optional[int], typer.Option(help="the longest request's KV tokens (default: kv-len)")] = None,
     kv_balance: Annotated[float, typer.Option(help="a mixed batch's sum(min(length, mean)) / (batch x mean) "
                                                    "(default 0: one long request, the others alike)")] = 0.0,
+    seq_lens: Annotated[Optional[str], typer.Option(help="every request's KV tokens, comma-separated: the batch "
+                                                         "size, mean, longest and balance come from them")] = None,
     q_len: Annotated[int, typer.Option()] = DEFAULTS["q_len"],
     q_dtype: Annotated[str, typer.Option()] = DEFAULTS["q_dtype"],
     kv_dtype: Annotated[str, typer.Option()] = DEFAULTS["kv_dtype"],
@@ -54,16 +56,20 @@ def decide(
         if d is None:
             dispatcher_for(db, device)
         return
-    missing = [f for f, v in (("--phase", phase), ("--num-qo-heads", num_qo_heads), ("--num-kv-heads", num_kv_heads),
-                               ("--batch-size", batch_size), ("--kv-len", kv_len)) if v is None]
+    sized = {} if seq_lens is not None else {"--batch-size": batch_size, "--kv-len": kv_len}
+    missing = [f for f, v in {"--phase": phase, "--num-qo-heads": num_qo_heads, "--num-kv-heads": num_kv_heads,
+                              **sized}.items() if v is None]
     if missing:
         raise ValueError(f"{', '.join(missing)} required (or --input FILE)")
-    prob = AttentionProblem(phase=phase, num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
-                            page_size=page_size, batch_size=batch_size, kv_len=kv_len, max_kv_len=max_kv_len or 0,
-                            kv_balance=kv_balance,
-                            q_len=q_len, q_dtype=q_dtype,
-                            kv_dtype=kv_dtype, out_dtype=out_dtype, causal=causal, window_left=window_left,
-                            has_sinks=has_sinks)
+    fields = dict(phase=phase, num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
+                  page_size=page_size, batch_size=batch_size, kv_len=kv_len, max_kv_len=max_kv_len or 0,
+                  kv_balance=kv_balance, q_len=q_len, q_dtype=q_dtype, kv_dtype=kv_dtype, out_dtype=out_dtype,
+                  causal=causal, window_left=window_left, has_sinks=has_sinks)
+    if seq_lens is not None:      # the sizes come from the lengths; any also given must agree with them
+        fields = {k: v for k, v in fields.items() if v is not None} | {"seq_lens": parse_lengths(seq_lens)}
+        prob = AttentionProblem.from_dict(fields)
+    else:
+        prob = AttentionProblem(**fields)
     dec = dispatcher_for(db, device).choose(prob)
     if as_json:
         print(json.dumps(dec.to_dict()))
@@ -73,6 +79,17 @@ def decide(
     out.print(f"  quantize query to {dec.q_dtype}: {dec.q_quant}   fused FP8 output: {dec.fused_out_quant}   "
               f"separate out-quant: {dec.out_quant}", highlight=False)
     out.print(f"  why: {escape(dec.reason)}", highlight=False, soft_wrap=True)
+
+
+def parse_lengths(text: str) -> list[int]:
+    lens = []
+    for part in text.split(","):
+        try:
+            lens.append(int(part.strip()))
+        except ValueError:
+            raise ValueError(f"--seq-lens {text!r}: {part.strip()!r} is not a whole number; give every request's "
+                             "KV tokens, comma-separated (e.g. --seq-lens 64,64,2524)") from None
+    return lens
 
 
 @app.command()
