@@ -11,6 +11,9 @@ the sets to /tmp/waves): python proto.py MODE DB SET[,SET...] where MODE is
   full:C       FA2's balanced plan with FP8 KV past unsplit_waves x (1 + C x min(1, (canonical balance -
                kv_balance) / 0.1)): random layouts cost 1.1-2.2x the prior there, the canonical one
                0.4-1.0x at 1.94 waves (canonical_full.txt);
+  kind-regime  as regime, per pipeline by the boundaries its own prior rule has: a balanced plan 1 and
+               unsplit_waves, a fixed split unsplit_waves, a kernel that follows the longest request
+               longest_alone_waves;
   xqa-wave     XQA past longest_alone_waves as the mean batch + one wave at the longest (its longest
                request unsplit) in place of + the longest request alone (batch 1).
 A set named h100-* is scored on the H100's times (--measured-on)."""
@@ -79,6 +82,33 @@ def full(c: float) -> None:
     exec(compile(src, P.__file__, "exec"), P.__dict__)
 
 
+def kind_regime() -> None:
+    import dispatcher.mixed_residual as R
+    used = R.Residuals.used
+
+    def new_used(self, pid, nearest, k):
+        model, p = self.query
+        kind = next((t.pipeline for t in model._uniform.ragged_prior(p) if t.pipeline.id == pid), None)
+        if kind is None:
+            return used(self, pid, nearest, k)
+        c = model.config
+        bounds = ((c.unsplit_waves,) if P.fixed_split(kind) else (c.longest_alone_waves,)
+                  if model.ragged.get(kind.kernel) == "longest" else (1.0, c.unsplit_waves))
+
+        def side(q):
+            w = q.batch_size * q.num_kv_heads / model.sm_count
+            return tuple(w >= b for b in bounds)
+        return used(self, pid, [q for q in nearest if side(q) == side(p)], k)
+    R.Residuals.used = new_used
+    predict = P.FittedModel.predict
+
+    def new_predict(self, p, stepped=True):
+        if getattr(self, "_residuals", None) is not None:
+            self._residuals.query = (self, p)
+        return predict(self, p, stepped)
+    P.FittedModel.predict = new_predict
+
+
 def feature(w: float) -> None:
     f = P.features
     P.features = lambda p, config, sm_count: (*f(p, config, sm_count), w * (1 - p.balance))
@@ -97,7 +127,7 @@ def main() -> None:
     mode, db, sets = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
     name, _, arg = mode.partition(":")
     {"off": lambda: None, "twin": twin, "gate": lambda: gate(float(arg)), "feature": lambda: feature(float(arg)),
-     "xqa-wave": xqa_wave, "regime": regime, "full": lambda: full(float(arg))}[name]()
+     "xqa-wave": xqa_wave, "regime": regime, "kind-regime": kind_regime, "full": lambda: full(float(arg))}[name]()
     for s in sets:
         r = evaluate_offgrid(db, f"/tmp/waves/{s}.db", "NVIDIA H200", measured_on=H100 if s.startswith("h100") else None)
         o = r["overall"]["learned"]
