@@ -21,14 +21,12 @@ def balance_of(lens: Sequence[int]) -> float:
     return sum(min(n, mean) for n in lens) / total
 
 
-def mean_of(lens: Sequence[int], q_len: int = 1) -> int:
-    """The mean KV length a batch of requests with these lengths is keyed by: rounded to the nearest token,
-    or up where rounding down would leave the longest request more than that mean allows (every other
-    request keeps its q_len new tokens: 1, 1, 1, 2 has mean 2, not 1)."""
-    nearest = max(1, int(sum(lens) / len(lens) + 0.5))
-    if max(lens) <= len(lens) * nearest - (len(lens) - 1) * q_len:
-        return nearest
-    return -(-sum(lens) // len(lens))
+def mean_of(total: int, count: int, longest: int, q_len: int = 1) -> int:
+    """The mean KV length a batch of `count` requests holding `total` tokens is keyed by: rounded to the
+    nearest token, or up where rounding down would leave the longest request more than that mean allows
+    (every other request keeps its q_len new tokens: lengths 1, 1, 1, 2 have mean 2, not 1)."""
+    nearest = max(1, int(total / count + 0.5))
+    return nearest if longest <= count * nearest - (count - 1) * q_len else -(-total // count)
 
 
 def canonical_balance(batch: int, mean: int, longest: int) -> float:

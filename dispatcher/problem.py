@@ -198,7 +198,7 @@ class AttentionProblem:
     def _check_layout(self, lens: tuple[int, ...]) -> None:
         """seq_lens must have the mean and kv_balance the problem is keyed by, or the batch measured or
         decided would be another than the one asked about."""
-        mean = mean_of(lens, self.q_len)
+        mean = mean_of(sum(lens), len(lens), max(lens), self.q_len)
         have = stored(balance_of(lens), *self.balance_range()) or self.balance_range()[1]
         # a layout hits a balance to within a token's rounding (tuner/lengths.py): one token is 1 / total
         if mean != self.kv_len or abs(have - self.balance) > max(2e-3, 1.0 / sum(lens)):
@@ -273,15 +273,17 @@ class AttentionProblem:
         mean_of), max_kv_len the longest."""
         if not seq_lens:
             raise ProblemError("seq_lens", "seq_lens is empty; give each request's KV length")
-        for f in ("batch_size", "kv_len", "max_kv_len", "kv_balance"):
-            if f in fields:
-                raise ProblemError(f, f"{f} comes from seq_lens; leave it out")
+        for f in sorted(set(fields) & {"batch_size", "kv_len", "max_kv_len", "kv_balance"}):
+            raise ProblemError(f, f"{f} comes from seq_lens; leave it out")
         lens = [_int("kv_len", n) for n in seq_lens]
-        mean = mean_of(lens, _int("q_len", fields.get("q_len", 1)))
+        q = _int("q_len", fields.get("q_len", 1))
+        if min(lens) < q:     # checked first: the sizes' own range errors would hide which request it is
+            raise ProblemError("seq_lens", f"request {lens.index(min(lens)) + 1} has {min(lens)} KV tokens, fewer "
+                                           f"than q_len {q}: a request's KV length includes its new tokens")
+        mean = mean_of(sum(lens), len(lens), max(lens), q)
         made = cls(batch_size=len(lens), kv_len=mean, max_kv_len=max(max(lens), mean), **fields)
-        # the range is that of the mean rounded to whole tokens: the lengths' own balance is clamped to it
-        lo, hi = made.balance_range()
-        return dataclasses.replace(made, kv_balance=stored(balance_of(lens), lo, hi), seq_lens=tuple(lens))
+        balance = stored(balance_of(lens), *made.balance_range())    # clamped to the rounded mean's range
+        return dataclasses.replace(made, kv_balance=balance, seq_lens=tuple(lens))
 
     def family(self) -> tuple[Any, ...]:
         """Everything but the sizes: problems of one family share kernels and are comparable."""

@@ -28,7 +28,7 @@ def test_a_balance_out_of_range_names_the_field_and_the_range():
     with pytest.raises(ProblemError, match="kv_balance 'lots' is not a number"):
         AttentionProblem(**TP4, batch_size=99, kv_len=2000, max_kv_len=16000, kv_balance="lots")
     assert AttentionProblem(**TP4, batch_size=99, kv_len=2000, max_kv_len=16000, kv_balance="0").kv_balance == 0.0
-    with pytest.raises(ProblemError, match="q_len 5 exceeds"):        # a request shorter than its new tokens
+    with pytest.raises(ProblemError, match="request 2 has 3 KV tokens, fewer than q_len 5"):
         AttentionProblem.from_seq_lens(seq_lens=[5, 3], phase="prefill", num_qo_heads=8, num_kv_heads=2, q_len=5)
 
 
@@ -73,7 +73,10 @@ def test_a_batch_whose_rounded_mean_cannot_hold_its_longest_request_rounds_the_m
     p = AttentionProblem.from_seq_lens(seq_lens=lens, **fields)
     assert (p.batch_size, p.kv_len, p.max_kv_len, p.seq_lens) == (7, 416, 2524, tuple(lens))
     assert AttentionProblem.from_dict({**fields, "seq_lens": lens}) == p
-    assert AttentionProblem.from_seq_lens(seq_lens=[9, 3, 3], **TP4).kv_len == 5       # nearest where it fits
+    assert AttentionProblem.from_seq_lens(seq_lens=[9, 3, 4], **TP4).kv_len == 5       # nearest where it fits
+    assert AttentionProblem.from_seq_lens(seq_lens=[9, 4, 4], **TP4).kv_len == 6
+    with pytest.raises(ProblemError, match="request 2 has 60 KV tokens, fewer than q_len 64"):
+        AttentionProblem.from_seq_lens(seq_lens=[64, 60, 2524], **fields)
 
 
 def test_the_requests_lengths_give_the_balance_and_one_long_request_is_the_default():
@@ -162,8 +165,8 @@ def test_the_cli_and_rest_take_kv_balance(tmp_path):
 
 
 def test_tuner_decide_takes_the_requests_lengths():
-    """--seq-lens gives batch size, mean, longest and balance at once; a length that is not a number, or a
-    size that disagrees with the lengths, is refused by name."""
+    """--seq-lens gives batch size, mean, longest and balance at once; a length that is not a whole number,
+    or a size given beside the lengths, is refused by name."""
     import subprocess
     import sys
 
@@ -175,10 +178,12 @@ def test_tuner_decide_takes_the_requests_lengths():
     r = decide("--seq-lens", ",".join(map(str, spread)))
     assert r.returncode == 0, r.stderr
     assert "batch_size=99 q_len=1 kv_len=2048 max_kv_len=8192 kv_balance=0.400" in json.loads(r.stdout)["reason"]
-    bad = decide("--seq-lens", "8192,100,x")
-    assert bad.returncode != 0 and "--seq-lens '8192,100,x': 'x' is not a whole number" in bad.stderr
-    off = decide("--seq-lens", "8192,100,100,100", "--kv-len", "500")
-    assert off.returncode != 0 and "kv_len 500 disagrees with seq_lens (2123)" in off.stderr
+    for lens, why in (("8192,100,x", "length 3 is 'x', not a whole number from 1 to 16777216"),
+                      ("8192,,100", "length 2 is empty"), ("-5,3", "length 1 is '-5'")):
+        bad = decide("--seq-lens", lens)
+        assert bad.returncode != 0 and f"--seq-lens: {why}" in bad.stderr, bad.stderr
+    both = decide("--seq-lens", "8192,100,100,100", "--kv-len", "500")
+    assert both.returncode != 0 and "--kv-len comes from --seq-lens; leave it out" in both.stderr
 
 
 def test_the_migration_keys_each_environment_by_its_own_lengths(tmp_path):

@@ -8,7 +8,7 @@ import typer
 from rich.markup import escape
 
 from dispatcher import AttentionProblem
-from dispatcher.problem import DEFAULTS
+from dispatcher.problem import DEFAULTS, LIMITS
 
 from .. import library
 from ..problem_files import iter_problems
@@ -26,8 +26,9 @@ def decide(
     batch_size: Annotated[Optional[int], typer.Option()] = None,
     kv_len: Annotated[Optional[int], typer.Option(help="KV tokens per request (the mean in a mixed batch)")] = None,
     max_kv_len: Annotated[Optional[int], typer.Option(help="the longest request's KV tokens (default: kv-len)")] = None,
-    kv_balance: Annotated[float, typer.Option(help="a mixed batch's sum(min(length, mean)) / (batch x mean) "
-                                                   "(default 0: one long request, the others alike)")] = 0.0,
+    kv_balance: Annotated[Optional[float], typer.Option(help="a mixed batch's sum(min(length, mean)) / (batch x "
+                                                             "mean) (default 0: one long request, the others "
+                                                             "alike)")] = None,
     seq_lens: Annotated[Optional[str], typer.Option(help="every request's KV tokens, comma-separated: the batch "
                                                          "size, mean, longest and balance come from them")] = None,
     q_len: Annotated[int, typer.Option()] = DEFAULTS["q_len"],
@@ -48,6 +49,8 @@ def decide(
     Example: tuner decide --device "NVIDIA H200" --phase decode --num-qo-heads 40 --num-kv-heads 8
     --batch-size 12 --kv-len 1900 --kv-dtype fp8 --out-dtype fp8
     """
+    if input is not None and seq_lens is not None:
+        raise ValueError("--seq-lens and --input are two ways to give problems; give one")
     if input is not None:
         d = None                      # loaded at the first problem: a bad line is reported as such
         for prob in iter_problems(input):
@@ -61,15 +64,18 @@ def decide(
                               **sized}.items() if v is None]
     if missing:
         raise ValueError(f"{', '.join(missing)} required (or --input FILE)")
+    sizes = {"--batch-size": batch_size, "--kv-len": kv_len, "--max-kv-len": max_kv_len, "--kv-balance": kv_balance}
     fields = dict(phase=phase, num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
-                  page_size=page_size, batch_size=batch_size, kv_len=kv_len, max_kv_len=max_kv_len or 0,
-                  kv_balance=kv_balance, q_len=q_len, q_dtype=q_dtype, kv_dtype=kv_dtype, out_dtype=out_dtype,
+                  page_size=page_size, q_len=q_len, q_dtype=q_dtype, kv_dtype=kv_dtype, out_dtype=out_dtype,
                   causal=causal, window_left=window_left, has_sinks=has_sinks)
-    if seq_lens is not None:      # the sizes come from the lengths; any also given must agree with them
-        fields = {k: v for k, v in fields.items() if v is not None} | {"seq_lens": parse_lengths(seq_lens)}
-        prob = AttentionProblem.from_dict(fields)
+    if seq_lens is not None:
+        given = [flag for flag, v in sizes.items() if v is not None]
+        if given:
+            raise ValueError(f"{given[0]} comes from --seq-lens; leave it out")
+        prob = AttentionProblem.from_seq_lens(seq_lens=parse_lengths(seq_lens), **fields)
     else:
-        prob = AttentionProblem(**fields)
+        prob = AttentionProblem(**fields, batch_size=batch_size, kv_len=kv_len, max_kv_len=max_kv_len or 0,
+                                kv_balance=kv_balance or 0.0)
     dec = dispatcher_for(db, device).choose(prob)
     if as_json:
         print(json.dumps(dec.to_dict()))
@@ -82,13 +88,16 @@ def decide(
 
 
 def parse_lengths(text: str) -> list[int]:
+    """--seq-lens: every request's KV tokens, each a whole number from 1 to the largest KV length."""
+    lo, hi = LIMITS["kv_len"]
     lens = []
-    for part in text.split(","):
-        try:
-            lens.append(int(part.strip()))
-        except ValueError:
-            raise ValueError(f"--seq-lens {text!r}: {part.strip()!r} is not a whole number; give every request's "
-                             "KV tokens, comma-separated (e.g. --seq-lens 64,64,2524)") from None
+    for i, part in enumerate(text.split(","), 1):
+        token = part.strip()
+        if not (token.isascii() and token.isdigit() and lo <= int(token) <= hi):
+            shown = repr(token[:20]) if token else "empty"
+            raise ValueError(f"--seq-lens: length {i} is {shown}, not a whole number from {lo} to {hi}; give every "
+                             "request's KV tokens, comma-separated (e.g. --seq-lens 64,64,2524)")
+        lens.append(int(token))
     return lens
 
 

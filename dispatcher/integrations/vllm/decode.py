@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...balance import balance_cell, within
+from ...balance import balance_cell, mean_of, within
 from ...problem import size_cell
 from .answers import Answers, active_builder, current, dtype_name, kv_dtype_name
 
@@ -126,7 +126,7 @@ def step_answer(state: DecodeState, metadata: Any, num_decodes: int) -> Choice |
         return None
     total = live.sum()
     batch, exact_mean, longest = int(live.size), total / live.size, int(live.max())
-    mean = int(exact_mean + 0.5)
+    mean = mean_of(int(total), batch, longest)            # as from_seq_lens keys the same lengths
     # how the tokens spread (dispatcher/balance.py): FA2's balanced plan costs up to 2x more with many short requests
     balance = float(live.clip(max=exact_mean).sum() / total)
     key = (batch, size_cell(mean), size_cell(longest), balance_cell(balance))
