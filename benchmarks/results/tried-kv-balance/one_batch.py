@@ -1,5 +1,6 @@
 """One spread batch (99 x 2048, longest 8192, FP8 KV, 10/2 heads, 1.5 waves) as the shipped db predicts it,
-with a proto.py mode applied. usage (repository root): python one_batch.py [MODE]"""
+with a proto.py mode applied. usage (repository root):
+    PYTHONPATH=.:benchmarks/results/tried-kv-balance python benchmarks/results/tried-kv-balance/one_batch.py [MODE]"""
 import sys
 
 import proto
