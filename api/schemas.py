@@ -25,13 +25,18 @@ class ProblemIn(BaseModel):
     num_kv_heads: int = Field(description=_range("num_kv_heads", "KV heads per GPU"))
     head_dim: int = Field(DEFAULTS["head_dim"], description=_range("head_dim", "head size"))
     page_size: int = Field(DEFAULTS["page_size"], description=_range("page_size", "tokens per KV-cache page"))
-    batch_size: int = Field(description=_range("batch_size", "requests"))
-    kv_len: int = Field(description=_range("kv_len", "KV tokens per request (the mean in a mixed batch), the new "
-                                                      "ones included"))
+    batch_size: Optional[int] = Field(None, description=_range("batch_size", "requests") + "; required unless "
+                                      "seq_lens is given")
+    kv_len: Optional[int] = Field(None, description=_range("kv_len", "KV tokens per request (the mean in a mixed "
+                                                                     "batch), the new ones included") +
+                                  "; required unless seq_lens is given")
     max_kv_len: Optional[int] = Field(None, description=_range("max_kv_len", "the longest request's KV tokens "
                                                                              "(default: kv_len, every request alike)"))
     kv_balance: Optional[float] = Field(None, description="a mixed batch's sum(min(length, mean)) / (batch x mean), "
                                         "0 < kv_balance <= 1 (default: one long request, the others alike)")
+    seq_lens: Optional[list[int]] = Field(None, max_length=LIMITS["batch_size"][1],
+                                          description="every request's KV tokens: batch_size, kv_len, max_kv_len "
+                                          "and kv_balance come from them (any also given must agree)")
     q_len: int = Field(DEFAULTS["q_len"], description=_range("q_len", "new tokens per request (1 for decode)"))
     q_dtype: str = DEFAULTS["q_dtype"]
     kv_dtype: str = DEFAULTS["kv_dtype"]

@@ -164,8 +164,8 @@ class AttentionProblem:
             put(f, _int(f, getattr(self, f)))
         for f in ("q_dtype", "kv_dtype", "out_dtype"):
             put(f, _dtype(f, getattr(self, f)))
-        put("causal", _flag("causal", self.causal))
-        put("has_sinks", _flag("has_sinks", self.has_sinks))
+        for f in ("causal", "has_sinks"):
+            put(f, _flag(f, getattr(self, f)))
         if self.num_qo_heads % self.num_kv_heads:
             raise ProblemError("num_qo_heads", f"num_qo_heads {self.num_qo_heads} is not divisible by "
                                f"num_kv_heads {self.num_kv_heads}; GQA needs a whole number of query heads per KV head")
@@ -196,11 +196,9 @@ class AttentionProblem:
         put("_hash", hash(fields))
 
     def _check_layout(self, lens: tuple[int, ...]) -> None:
-        """seq_lens must have the mean and kv_balance the problem is keyed by, or the batch measured or
-        decided would be another than the one asked about."""
+        """seq_lens must have the problem's mean and kv_balance (to a token, 1 / total), or another batch is keyed."""
         mean = mean_of(sum(lens), len(lens), max(lens), self.q_len)
         have = stored(balance_of(lens), *self.balance_range()) or self.balance_range()[1]
-        # a layout hits a balance to within a token's rounding (tuner/lengths.py): one token is 1 / total
         if mean != self.kv_len or abs(have - self.balance) > max(2e-3, 1.0 / sum(lens)):
             what = (f"mean {sum(lens) / len(lens):.1f}" if mean != self.kv_len else f"kv_balance {have:.3f}")
             want = (f"kv_len {self.kv_len}" if mean != self.kv_len else
@@ -275,7 +273,10 @@ class AttentionProblem:
             raise ProblemError("seq_lens", "seq_lens is empty; give each request's KV length")
         for f in sorted(set(fields) & {"batch_size", "kv_len", "max_kv_len", "kv_balance"}):
             raise ProblemError(f, f"{f} comes from seq_lens; leave it out")
-        lens = [_int("kv_len", n) for n in seq_lens]
+        try:                              # named as the lengths: kv_len may not have been given at all
+            lens = [_int("kv_len", n) for n in seq_lens]
+        except ProblemError as e:
+            raise ProblemError("seq_lens", f"seq_lens: a request's {e}") from None
         q = _int("q_len", fields.get("q_len", 1))
         if min(lens) < q:     # checked first: the sizes' own range errors would hide which request it is
             raise ProblemError("seq_lens", f"request {lens.index(min(lens)) + 1} has {min(lens)} KV tokens, fewer "

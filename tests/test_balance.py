@@ -186,6 +186,34 @@ def test_tuner_decide_takes_the_requests_lengths():
     assert both.returncode != 0 and "--kv-len comes from --seq-lens; leave it out" in both.stderr
 
 
+def test_rest_takes_a_batch_by_its_requests_lengths(tmp_path):
+    """POST /v1/decisions and GET /v1/decision take seq_lens in place of the sizes; a size that disagrees,
+    a bad length, or neither sizes nor lengths is a 422 naming the field."""
+    from tests.conftest import SHIPPED, in_process
+    served = tmp_path / "served.db"
+    served.write_bytes(SHIPPED.read_bytes())
+    base = dict(phase="decode", num_qo_heads=10, num_kv_heads=2, kv_dtype="fp8")
+    spread = lengths(AttentionProblem(**TP4, batch_size=99, kv_len=2048, max_kv_len=8192), "spread")
+    sized = "batch_size=99 q_len=1 kv_len=2048 max_kv_len=8192 kv_balance=0.400"
+
+    def post(**problem):
+        return client.post("/v1/decisions", json={"problems": [{**base, **problem}], "device": "NVIDIA H200"})
+    with in_process(db=served) as client:
+        r = post(seq_lens=spread)
+        assert r.status_code == 200 and sized in r.json()["decisions"][0]["reason"], r.text
+        got = client.get("/v1/decision", params=[*base.items(), *(("seq_lens", n) for n in spread),
+                                                 ("device", "NVIDIA H200")])
+        assert got.status_code == 200 and sized in got.json()["reason"], got.text
+        for problem, field, msg in (({"seq_lens": spread, "batch_size": 98}, "batch_size",
+                                     "batch_size 98 disagrees with seq_lens (99)"),
+                                    ({"seq_lens": [0, 5]}, "seq_lens", "seq_lens: a request's kv_len 0 is out"),
+                                    ({"kv_len": 900}, "batch_size", "batch_size is required (or seq_lens")):
+            bad = post(**problem)
+            detail = bad.json()["detail"][0]
+            assert bad.status_code == 422 and detail["loc"] == ["body", "problems", 0, field], bad.text
+            assert detail["msg"].startswith(msg), detail
+
+
 def test_the_migration_keys_each_environment_by_its_own_lengths(tmp_path):
     import lzma
 

@@ -19,8 +19,15 @@ def unprocessable(e: ProblemError, loc: Loc) -> HTTPException:
 
 
 def to_problem(p: ProblemIn, loc: Loc) -> AttentionProblem:
+    """The problem of a request: by its sizes, or by its requests' lengths (seq_lens)."""
+    data = p.model_dump(exclude={"device"}, exclude_none=True)
     try:
-        return AttentionProblem(**p.model_dump(exclude={"device"}))
+        if "seq_lens" in data:
+            return AttentionProblem.from_dict(data)
+        for size in ("batch_size", "kv_len"):
+            if size not in data:
+                raise ProblemError(size, f"{size} is required (or seq_lens: every request's KV tokens)")
+        return AttentionProblem(**data)
     except ProblemError as e:
         raise unprocessable(e, loc) from None
 
