@@ -87,6 +87,21 @@ def test_sweep_job_lifecycle_and_cancel(db):
     assert scout == final["done"]                      # what was measured before the cancel is kept
 
 
+def test_a_sweep_job_measures_a_batch_given_by_its_requests_lengths(db):
+    """POST /v1/sweeps with seq_lens: the job measures those lengths and stores them with the batch's
+    statistics (mean 100, longest 160, its own balance)."""
+    lens = [160, 130, 70, 40]
+    problem = {k: v for k, v in small().to_dict().items() if k not in ("batch_size", "kv_len", "max_kv_len",
+                                                                      "kv_balance")}
+    with in_process(db, token=TOKEN) as c:
+        job = c.post("/v1/sweeps", json={"problems": [{**problem, "seq_lens": lens}]}, headers=AUTH).json()
+        done = wait(lambda: (j := c.get(f"/v1/sweeps/{job['id']}").json())["state"] == "done" and j)
+        assert done["total"] == done["done"] == 1 and done["counts"].get("ok"), done
+    rows = sqlite3.connect(db).execute("select distinct batch_size, kv_len, max_kv_len, round(kv_balance, 3), "
+                                       "lengths from measurements where lengths is not null").fetchall()
+    assert rows == [(4, 100, 160, 0.775, "[160, 130, 70, 40]")], rows
+
+
 def test_hot_reload_in_a_serving_process(db):
     serving = load(db, "cpu")
     live = keep_fresh(serving, every_s=0.2)
