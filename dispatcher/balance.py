@@ -47,12 +47,18 @@ def least_balance(batch: int, mean: int, longest: int, q_len: int = 1) -> float:
     return 1.0 - over / total
 
 
+def bounds(batch: int, mean: int, longest: int, q_len: int = 1) -> tuple[float, float]:
+    """The least and the most kv_balance a batch of these statistics can have (the most: canonical)."""
+    return least_balance(batch, mean, longest, q_len), canonical_balance(batch, mean, longest)
+
+
 def within(balance: float, batch: int, mean: int, longest: int, q_len: int = 1) -> float:
     """`balance` clamped to what a batch of these statistics allows (a mean rounded to whole tokens
     moves the range a little); 0.0 for a uniform batch."""
     if longest <= mean:
         return 0.0
-    return min(max(balance, least_balance(batch, mean, longest, q_len)), canonical_balance(batch, mean, longest))
+    lo, hi = bounds(batch, mean, longest, q_len)
+    return min(max(balance, lo), hi)
 
 
 def balance_cell(balance: float) -> int:

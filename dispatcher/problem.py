@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .balance import TOLERANCE, balance_of, canonical_balance, cell_balance, key_cell, least_balance, mean_of, stored
+from .balance import TOLERANCE, balance_of, bounds, canonical_balance, cell_balance, key_cell, mean_of, stored
 
 Phase = Literal["decode", "prefill"]
 Dtype = Literal["bf16", "fp16", "fp8"]
@@ -208,8 +208,7 @@ class AttentionProblem:
 
     def balance_range(self) -> tuple[float, float]:
         """The least and the most kv_balance a batch of these sizes can have (the most: canonical)."""
-        return (least_balance(self.batch_size, self.kv_len, self.max_kv_len, self.q_len),
-                canonical_balance(self.batch_size, self.kv_len, self.max_kv_len))
+        return bounds(self.batch_size, self.kv_len, self.max_kv_len, self.q_len)
 
     def _checked_balance(self, value: Any) -> float:
         """kv_balance as held: 0.0 for the canonical layout, else within the batch's range (dispatcher/balance.py)."""
@@ -300,8 +299,7 @@ class AttentionProblem:
         kv = max(kv_len or self.kv_len, q)
         top = max_kv_len or round(kv * self.skew)
         top = max(kv, min(top, longest_request(b, kv, q)))
-        balance = (stored(self.kv_balance, least_balance(b, kv, top, q), canonical_balance(b, kv, top))
-                   if self.kv_balance and top > kv else 0.0)
+        balance = stored(self.kv_balance, *bounds(b, kv, top, q)) if self.kv_balance and top > kv else 0.0
         return dataclasses.replace(self, batch_size=b, q_len=q, kv_len=kv, max_kv_len=top, kv_balance=balance,
                                    seq_lens=None)
 
@@ -311,8 +309,7 @@ class AttentionProblem:
         max_kv_len at the largest representative the batch allows at that mean. Power-of-two sizes are
         their own, and a representative is its own cell's."""
         q, kv, top = self._cell_sizes()
-        lo, hi = least_balance(self.batch_size, kv, top, q), canonical_balance(self.batch_size, kv, top)
-        balance = cell_balance(self.kv_balance, lo, hi) if top > kv else 0.0
+        balance = cell_balance(self.kv_balance, *bounds(self.batch_size, kv, top, q)) if top > kv else 0.0
         if (q, kv, top, balance) == (self.q_len, self.kv_len, self.max_kv_len, self.kv_balance):
             return self
         return dataclasses.replace(self, q_len=q, kv_len=kv, max_kv_len=top, kv_balance=balance, seq_lens=None)
@@ -332,9 +329,7 @@ class AttentionProblem:
         q, kv, top = self._cell_sizes()
         if top == kv:                               # its representative is a uniform batch
             return key
-        hi = canonical_balance(self.batch_size, kv, top)
-        lo = least_balance(self.batch_size, kv, top, q) if self.kv_balance else hi
-        return (*key, key_cell(self.kv_balance, lo, hi))
+        return (*key, key_cell(self.kv_balance, *bounds(self.batch_size, kv, top, q)))
 
     def key(self) -> str:
         """A stable text key (the store's primary key for a problem); a uniform batch's has no max."""

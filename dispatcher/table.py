@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from .balance import balance_of, bounds, stored
 from .pipeline import Pipeline
 from .problem import FIELDS, AttentionProblem
 
@@ -166,10 +167,9 @@ def stored_balance(row: Any) -> float:
     keys = row.keys()
     if "kv_balance" in keys and row["kv_balance"] is not None:
         return float(row["kv_balance"])
-    if "lengths" in keys and row["lengths"]:
-        return AttentionProblem.from_seq_lens(seq_lens=json.loads(row["lengths"]), phase=row["phase"],
-                                              num_qo_heads=row["num_qo_heads"], num_kv_heads=row["num_kv_heads"],
-                                              q_len=row["q_len"]).kv_balance
+    if "lengths" in keys and row["lengths"]:      # the lengths' own, clamped to the range of the row's sizes
+        return stored(balance_of(json.loads(row["lengths"])),
+                      *bounds(row["batch_size"], row["kv_len"], row["max_kv_len"], row["q_len"]))
     return 0.0
 
 
