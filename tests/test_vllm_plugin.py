@@ -313,6 +313,27 @@ def check_a_replay_of_a_size_never_captured_by_the_plugin_keeps_vllms_kernel(v):
     assert decode_path(v, make_builder(v).build(0, batch(ONE_LONG))) == "native"     # without graphs: per step
 
 
+def check_a_step_is_decided_for_the_problem_from_seq_lens_builds(v):
+    """Per step the plugin keys the decode requests' lengths as AttentionProblem.from_seq_lens does (the
+    mean rounded as there, kv_balance from the lengths), so `tuner decide --seq-lens` explains what ran."""
+    import random
+    v.set_capability(9, 0)
+    plugin.install(db=str(SHIPPED), device="NVIDIA H200")
+    rng = random.Random(7)
+    # [1] * 6 + [5000]: a mean of 715.1 that must round up to hold the longest (7 x 715 - 6 < 5000)
+    batches = [ONE_LONG, [1] * 6 + [5000], [2, 2, 2, 5000], [200] * 31 + [16000], [3000] * 40 + [3001] * 3]
+    batches += [[rng.randint(1, 17000) for _ in range(rng.randint(2, 300))] for _ in range(12)]
+    batches += [[rng.randint(1, 300) for _ in range(rng.randint(2, 300))] + [rng.randint(4000, 17000)]
+                for _ in range(12)]
+    for lens in batches:
+        make_builder(v).build(0, batch(lens))
+        p = AttentionProblem.from_seq_lens(seq_lens=lens, phase="decode", **SCOUT, kv_dtype="fp8")
+        dec = plugin.answers.current().dispatcher(per_step=True).choose(p)
+        note = plugin.reasons()["decode group layers.0.attn step"]
+        assert note.startswith(f"bs={p.batch_size} mean={p.kv_len} longest={p.max_kv_len} "), (lens, note)
+        assert f"{dec.pipeline} ({dec.source}: {dec.reason})" in note, (lens, note, dec)
+
+
 def check_decode_stays_vllms_where_it_must(v):
     v.set_capability(9, 0)
     plugin.install(db=str(SHIPPED), device="NVIDIA H200")
