@@ -2,6 +2,8 @@ import json
 import shutil
 import sqlite3
 
+import pytest
+
 from dispatcher import load
 from tests.conftest import ROOT, small
 from tuner.transfer import export_jsonl, export_vllm_json, import_jsonl
@@ -36,5 +38,67 @@ def test_vllm_json_export_lists_decisions_per_device(tmp_path):
     assert path.name == "NVIDIA_H200.json" and data["device"] == "NVIDIA H200"
     cfg = data["configs"]["phase=decode,num_qo_heads=40,num_kv_heads=8,head_dim=128,page_size=16,"
                           "q_dtype=bf16,kv_dtype=fp8,out_dtype=fp8"]
-    d = cfg["16,1,2048"]
+    d = cfg["16,1,2048,2048,0"]
     assert d["kernel"] == "trtllm-xqa" and d["use_trtllm"] and d["expected_us"] > 0
+    h200 = load(ROOT / "heuristics.db", "NVIDIA H200")
+    assert sum(len(c) for c in data["configs"].values()) == len(h200.table.by_cell)   # mixed batches keep theirs
+    bf16 = data["configs"]["phase=decode,num_qo_heads=40,num_kv_heads=8,head_dim=128,page_size=16,"
+                           "q_dtype=bf16,kv_dtype=fp8,out_dtype=bf16"]
+    mixed = [k for k in bf16 if k.split(",")[2] != k.split(",")[3]]
+    assert mixed, "the shipped db has FP8 mixed batches"
+    for k in mixed:                               # the uniform batch of a mixed one's mean keeps its own decision
+        b, q, kv = map(int, k.split(",")[:3])
+        uniform = bf16.get(f"{b},{q},{kv},{kv},0")
+        p = small(num_qo_heads=40, num_kv_heads=8, head_dim=128, kv_dtype="fp8", batch_size=b, kv_len=kv)
+        assert uniform is None or uniform["pipeline"] == h200.choose(p).pipeline
+
+
+def lines_of(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def write_lines(path, items):
+    path.write_text("".join(json.dumps(i) + "\n" for i in items))
+
+
+def test_a_bad_line_names_itself_and_changes_nothing(swept_db, tmp_path):
+    src, _ = swept_db
+    f = tmp_path / "m.jsonl"
+    export_jsonl(src, f)
+    items = lines_of(f)
+    items[2]["measurement"]["median_us"] = "fast"
+    write_lines(f, items)
+    dst = tmp_path / "dst.db"
+    shutil.copy(ROOT / "heuristics.db", dst)
+    before = keys(dst)
+    with pytest.raises(ValueError, match=r"line 3 of .*m\.jsonl .*measurement\.median_us is 'fast', not float"):
+        import_jsonl(dst, f)
+    assert keys(dst) == before
+    items[2]["measurement"]["median_us"] = 1.0
+    del items[4]["measurement"]["kv_len"]
+    write_lines(f, items)
+    with pytest.raises(ValueError, match=r"line 5 .*measurement\.kv_len is missing"):
+        import_jsonl(dst, f)
+    with pytest.raises(ValueError, match=r"not a JSONL export .*tuner export --format jsonl"):
+        import_jsonl(dst, ROOT / "heuristics.db")
+    assert keys(dst) == before
+    assert load(dst, "NVIDIA H200").choose(small(num_qo_heads=40, num_kv_heads=8, head_dim=128)).source == "measured"
+
+
+def test_an_older_export_does_not_replace_newer_measurements(swept_db, tmp_path):
+    src, _ = swept_db
+    f = tmp_path / "m.jsonl"
+    export_jsonl(src, f)
+    items = lines_of(f)
+    stale = [{**i, "measurement": {**i["measurement"], "median_us": i["measurement"]["median_us"] * 10,
+                                   "created_at": "2020-01-01T00:00:00+00:00"}}
+             for i in items if i["measurement"]["status"] == "ok"]
+    write_lines(f, stale)
+    dst = tmp_path / "dst.db"
+    shutil.copy(src, dst)
+    assert import_jsonl(dst, f)["kept_newer"] == len(stale)
+    assert keys(dst) == keys(src)                      # the newer times stand
+    newer = [{**i, "measurement": {**i["measurement"], "created_at": "2999-01-01T00:00:00+00:00"}} for i in stale]
+    write_lines(f, newer)
+    assert import_jsonl(dst, f)["kept_newer"] == 0
+    assert keys(dst) != keys(src)

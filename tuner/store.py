@@ -115,7 +115,10 @@ class Store:
     @contextlib.contextmanager
     def transaction(self):
         """One atomic write. The connection is in autocommit mode (isolation_level=None), where
-        `with conn:` alone would commit every statement on its own."""
+        `with conn:` alone would commit every statement on its own. Inside another, it joins that one."""
+        if self.db.conn.in_transaction:
+            yield
+            return
         self.db.execute("begin immediate")
         try:
             yield

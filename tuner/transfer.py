@@ -2,19 +2,28 @@
 per-device JSON in the spirit of vLLM's tuned-config files."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 from dispatcher import store as reader
 from dispatcher.device import named
 from dispatcher.policy import max_relerr
+from dispatcher.problem import AttentionProblem
 from dispatcher.registry import load_registry
 from dispatcher.rules import DEFAULT_RULE, rule_pick
+from dispatcher.schema import MEASUREMENTS
 from dispatcher.table import problem_of, rank
 
 from .store import Store, balance_key, timings
 
+IMPORTED = {k: v for k, v in MEASUREMENTS.items() if k not in ("id", "env_id")}     # the store's own ids stay
+# the row's identity and the problem's fields that have no default
+REQUIRED = ("problem_key", "pipeline", "status") + tuple(
+    f.name for f in dataclasses.fields(AttentionProblem)
+    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
 ENV_FIELDS = ("device_name", "device_kind", "compute_capability", "sm_count", "memory_bytes", "driver",
               "cuda", "torch", "flashinfer", "python", "timing_mode")
 
@@ -42,31 +51,87 @@ def export_jsonl(db, out: Path, device: str | None = None) -> int:
 
 
 def import_jsonl(db, src: Path) -> dict:
-    """Merge measurements into `db`: environments matched by key, a (problem, pipeline) already
-    present replaced by the imported one; winners recomputed for the problems touched."""
+    """Merge measurements into `db`: environments matched by key; a (problem, pipeline) already present is
+    replaced by the imported one unless the stored one is newer. Every line is checked before anything is
+    written, and the rows and recomputed winners go in one transaction: a bad file changes nothing."""
+    items = read_export(src)
     s = Store(db)
     touched: dict[int, set] = {}
+    kept = 0
     try:
-        with open(src) as f, s.transaction():
-            for n, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    item = json.loads(line)
-                    env, m = item["environment"], item["measurement"]
-                except (json.JSONDecodeError, KeyError, TypeError) as e:
-                    raise ValueError(f"line {n} of {src} is not a Switchyard measurement ({e}); "
-                                     "export one with `tuner export --format jsonl`") from None
+        with s.transaction():
+            for env, m in items:
                 env_id = _environment(s, env)
-                if m.get("lengths") and m.get("kv_balance") is None:        # exported before schema 5
-                    m["problem_key"], m["kv_balance"] = balance_key(m)
+                stored = s.db.execute("select created_at from measurements where env_id = ? and problem_key = ? "
+                                      "and pipeline = ?", [env_id, m["problem_key"], m["pipeline"]]).fetchone()
+                if stored and stored[0] and m.get("created_at") and stored[0] > m["created_at"]:
+                    kept += 1
+                    continue
                 s.db["measurements"].insert({**m, "env_id": env_id}, replace=True)
                 touched.setdefault(env_id, set()).add(m["problem_key"])
-        for env_id, keys in touched.items():
-            _rewin(s, env_id, keys)
-        return {"environments": len(touched), "problems": sum(len(k) for k in touched.values())}
+            for env_id, keys in touched.items():
+                _rewin(s, env_id, keys)
+        return {"environments": len(touched), "problems": sum(len(k) for k in touched.values()),
+                "kept_newer": kept}
     finally:
         s.close()
+
+
+def read_export(src: Path) -> list[tuple[dict, dict]]:
+    """(environment, measurement) per line of a `tuner export --format jsonl` file, each checked: a line
+    that is not one raises ValueError naming the line, the field and the fix."""
+    hint = "export one with `tuner export --format jsonl`"
+    try:
+        lines = Path(src).read_text().splitlines()
+    except UnicodeDecodeError:
+        raise ValueError(f"{src} is not a JSONL export (not text: a database? {hint})") from None
+    except OSError as e:
+        raise ValueError(f"{src} cannot be read ({e.strerror}); give the path of a file written by "
+                         "`tuner export --format jsonl`") from None
+    items = []
+    for n, line in enumerate(lines, 1):
+        if line.strip():
+            try:
+                items.append(_checked(json.loads(line)))
+            except (json.JSONDecodeError, ValueError) as e:
+                raise ValueError(f"line {n} of {src} is not a Switchyard measurement ({e}); {hint}") from None
+    return items
+
+
+def _checked(item: Any) -> tuple[dict, dict]:
+    if not isinstance(item, dict) or not isinstance(item.get("environment"), dict) \
+            or not isinstance(item.get("measurement"), dict):
+        raise ValueError("it needs an 'environment' and a 'measurement' object")
+    env, m = item["environment"], dict(item["measurement"])
+    for f in ("key", "device_name"):
+        if not isinstance(env.get(f), str) or not env[f]:
+            raise ValueError(f"environment.{f} is missing or not text")
+    for f in sorted(set(m) - set(IMPORTED)):
+        raise ValueError(f"measurement.{f} is not a measurement field")
+    for f, kind in IMPORTED.items():
+        v = m.get(f)
+        if v is not None and not _of_kind(v, kind):
+            raise ValueError(f"measurement.{f} is {v!r}, not {kind.__name__}")
+    for f in REQUIRED:
+        if m.get(f) is None or m[f] == "":
+            raise ValueError(f"measurement.{f} is missing")
+    try:
+        problem = problem_of(m)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"its problem fields do not make a problem: {e}") from None
+    if m.get("lengths") and m.get("kv_balance") is None:        # exported before schema 5
+        m["problem_key"], m["kv_balance"] = balance_key(m)
+    elif problem.key() != m["problem_key"]:
+        raise ValueError(f"measurement.problem_key {m['problem_key']!r} is not its fields' key {problem.key()!r}")
+    return env, m
+
+
+def _of_kind(v: Any, kind: type) -> bool:
+    if kind is str:
+        return isinstance(v, str)
+    if isinstance(v, bool):                      # JSON true/false: stored as 0/1 only where the column is a flag
+        return kind is int
+    return isinstance(v, int) if kind is int else isinstance(v, (int, float))
 
 
 def _environment(s: Store, env: dict) -> int:
@@ -91,8 +156,13 @@ def _rewin(s: Store, env_id: int, keys: set) -> None:
         s.record(env_id, p, [], ranking)
 
 
+KEYS = ("batch_size,q_len,kv_len,max_kv_len,kv_balance of each measured cell (kv_len the mean KV length per "
+        "request, max_kv_len the longest; kv_balance 0: the sweep's canonical layout, docs/mixed-batches.md)")
+
+
 def export_vllm_json(db, out_dir: Path, device: str | None = None) -> list[Path]:
-    """Per device: {config: {"batch_size,q_len,kv_len": decision}} for every measured bucket."""
+    """Per device: {config: {"batch_size,q_len,kv_len,max_kv_len,kv_balance": decision}} for every measured
+    cell, mixed-length batches apart from the uniform batch of their mean."""
     from dispatcher import load
     conn = reader.open_readonly(db)
     if conn is None:
@@ -111,11 +181,11 @@ def export_vllm_json(db, out_dir: Path, device: str | None = None) -> list[Path]
             cfg = (f"phase={b.phase},num_qo_heads={b.num_qo_heads},num_kv_heads={b.num_kv_heads},"
                    f"head_dim={b.head_dim},page_size={b.page_size},q_dtype={b.q_dtype},"
                    f"kv_dtype={b.kv_dtype},out_dtype={b.out_dtype}")
-            configs.setdefault(cfg, {})[f"{b.batch_size},{b.q_len},{b.kv_len}"] = {
+            configs.setdefault(cfg, {})[f"{b.batch_size},{b.q_len},{b.kv_len},{b.max_kv_len},{b.kv_balance:g}"] = {
                 "kernel": dec.kernel, "pipeline": dec.pipeline, "use_trtllm": dec.kernel.startswith("trtllm"),
                 "fused_out_quant": dec.fused_out_quant, "q_quant": dec.q_quant, "expected_us": dec.expected_us}
         path = out_dir / (re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_") + ".json")
-        path.write_text(json.dumps({"device": name, "keys": "batch_size,q_len,kv_len (bucket upper bounds)",
+        path.write_text(json.dumps({"device": name, "keys": KEYS,
                                     "configs": configs}, indent=1))
         written.append(path)
     return written

@@ -38,6 +38,8 @@ def import_(path: Annotated[str, typer.Argument(help="a .jsonl file written by t
     if format != "jsonl":
         raise ValueError(f"--format {format!r} is not supported for import; use jsonl")
     r = import_jsonl(db, Path(path))
-    out.print(f"merged {r['problems']} problems in {r['environments']} environment(s) into {db or 'heuristics.db'}")
+    kept = f"; kept {r['kept_newer']} stored measurements newer than the file's" if r["kept_newer"] else ""
+    out.print(f"merged {r['problems']} problems in {r['environments']} environment(s) into "
+              f"{db or 'heuristics.db'}{kept}")
 
 
