@@ -23,7 +23,7 @@ source .gpu/setup.sh || exit 1
 aot=/tmp/site/flashinfer/data/aot
 [ -z "${NOAOT:-}" ] && [ -f .gpu/aot.txz ] && mkdir -p $aot && tar xJf .gpu/aot.txz -C $aot --strip-components=1 && echo "AOT modules: $(ls $aot | wc -l)" | tee $OUT/aot.txt
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee $OUT/env.txt
-sweep=(python3 -m tuner sweep --model llama4-scout --device cuda --db "${DB:-heuristics.db}" "$@")
+sweep=(python3 -m tuner sweep --device cuda --db "${DB:-heuristics.db}" "$@")
 echo "+ ${sweep[*]} --max-minutes 0   (JIT prebuild)" | tee $OUT/sweep.log
 timeout $(( $(left) - ${PREBUILD_MARGIN:-120} )) "${sweep[@]}" --max-minutes 0 2>&1 | tee -a $OUT/sweep.log
 echo "prebuild done at $(( $(date +%s) - t0 )) s" | tee -a $OUT/sweep.log

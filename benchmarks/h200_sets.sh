@@ -29,7 +29,7 @@ for step in "$@"; do
     *.xz) xz -dc "$from" > /tmp/$name.db ;;
     ?*) cp "$from" /tmp/$name.db ;;
   esac
-  cmd=(python3 -m tuner sweep --model llama4-scout --device cuda --db /tmp/$name.db ${args//,/ }
+  cmd=(python3 -m tuner sweep --device cuda --db /tmp/$name.db ${args//,/ }
        --max-minutes "$(python3 -c "print(max(0.1, ($secs - 25) / 60))")")
   echo "+ ${cmd[*]}   (at $(( $(date +%s) - t0 )) s)" | tee $OUT/$name.log
   timeout "$secs" "${cmd[@]}" 2>&1 | grep -v "$noise" >> $OUT/$name.log

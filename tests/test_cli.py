@@ -57,3 +57,20 @@ def test_bad_input_is_one_readable_line_and_exit_2(tmp_path):
     assert "Traceback" not in r.stderr
     r = tuner("decide", "--db", str(tmp_path / "x.db"), "--input", "-", input="{not json\n")
     assert r.returncode == 2 and "line 1 of - is not JSON" in r.stderr
+
+
+def test_a_flag_that_a_problem_file_would_override_is_refused(tmp_path):
+    """Flags that describe one problem (decide) or a model's grid (sweep) beside a file of problems were
+    ignored: the user got bf16 decisions for --kv-dtype fp8, or a 40/8 page-16 sweep for --model qwen3-32b."""
+    line = '{"phase": "decode", "num_qo_heads": 40, "num_kv_heads": 8, "head_dim": 128, "batch_size": 4, "kv_len": 9}\n'
+    f = tmp_path / "p.jsonl"
+    f.write_text(line)
+    r = tuner("decide", "--input", str(f), "--kv-dtype", "fp8")
+    assert r.returncode == 2 and r.stderr.startswith("error: --kv-dtype describes one problem; with --input each")
+    r = tuner("sweep", "--problems", str(f), "--model", "qwen3-32b", "--device", "cpu", "--db", str(tmp_path / "x.db"))
+    assert r.returncode == 2 and "--model shapes a model's grid; --problems gives every problem's own" in r.stderr
+    r = tuner("sweep", "--problems", str(f), "--max-minutes", "-1", "--device", "cpu", "--db", str(tmp_path / "x.db"))
+    assert r.returncode == 2 and "--max-minutes -1.0 is negative" in r.stderr
+    assert not (tmp_path / "x.db").exists()
+    r = tuner("decide", "--input", str(f), "--json", "--device", "NVIDIA H200")
+    assert r.returncode == 0 and json.loads(r.stdout)["kernel"]

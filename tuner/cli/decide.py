@@ -18,6 +18,7 @@ from .app import Db, DecideDb, Dev, app, dispatcher_for, friendly, out, require_
 @app.command()
 @friendly
 def decide(
+    ctx: typer.Context,
     phase: Annotated[Optional[str], typer.Option(help="decode | prefill")] = None,
     num_qo_heads: Annotated[Optional[int], typer.Option()] = None,
     num_kv_heads: Annotated[Optional[int], typer.Option()] = None,
@@ -52,6 +53,11 @@ def decide(
     if input is not None and seq_lens is not None:
         raise ValueError("--seq-lens and --input are two ways to give problems; give one")
     if input is not None:
+        given = [p for p in ctx.command.params if p.name not in ("input", "as_json", "device", "db")
+                 and getattr(ctx.get_parameter_source(p.name), "name", "") == "COMMANDLINE"]
+        if given:
+            raise ValueError(f"{given[0].opts[0]} describes one problem; with --input each line gives its own "
+                             "fields: put it in the lines, or leave --input out")
         d = None                      # loaded at the first problem: a bad line is reported as such
         for prob in iter_problems(input):
             d = d or dispatcher_for(db, device)

@@ -13,10 +13,13 @@ from ..options import SweepOptions
 from ..problem_files import read_problems
 from .app import Db, Dev, app, csv, err, friendly, out
 
+GRID_FLAGS = ("model", "tp", "phases", "kv_dtypes", "out_dtypes", "page_sizes", "quick", "full", "dense", "mixed")
+
 
 @app.command()
 @friendly
 def sweep(
+    ctx: typer.Context,
     model: Annotated[str, typer.Option(help="model preset: llama4-scout, llama-3.1-8b, llama-3.3-70b, qwen3-32b, "
                                             "gpt-oss-120b")] = "llama4-scout",
     tp: Annotated[Optional[str], typer.Option(help="tensor-parallel sizes, e.g. 1,4 (default: the preset's on a GPU, "
@@ -78,6 +81,15 @@ def sweep(
         raise typer.BadParameter("--devices and --ray sweep the grid; drop --search adaptive (or run it on one device)")
     if devices and ray:
         raise typer.BadParameter("give --devices (this host) or --ray (a cluster), not both")
+    if max_minutes is not None and max_minutes < 0:
+        raise typer.BadParameter(f"--max-minutes {max_minutes} is negative; give minutes >= 0 (0 builds the "
+                                 "kernels and measures nothing)")
+    if problems:
+        grid = [p.opts[0] for p in ctx.command.params if p.name in GRID_FLAGS
+                and getattr(ctx.get_parameter_source(p.name), "name", "") == "COMMANDLINE"]
+        if grid:
+            raise typer.BadParameter(f"{grid[0]} shapes a model's grid; --problems gives every problem's own "
+                                     "fields: put it in the file's lines, or leave --problems out")
     req = library.SweepRequest(
         model=model, tps=csv(tp, int, "--tp"), phases=csv(phases, name="--phases"),
         kv_dtypes=csv(kv_dtypes, name="--kv-dtypes"), out_dtypes=csv(out_dtypes, name="--out-dtypes"),
