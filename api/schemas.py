@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dispatcher.problem import DEFAULTS, LIMITS
 
@@ -44,6 +44,23 @@ class ProblemIn(BaseModel):
     causal: bool = DEFAULTS["causal"]
     window_left: int = Field(DEFAULTS["window_left"], description=_range("window_left", "sliding window, -1: none"))
     has_sinks: bool = DEFAULTS["has_sinks"]
+
+    @field_validator("num_qo_heads", "num_kv_heads", "head_dim", "page_size", "batch_size", "kv_len", "max_kv_len",
+                     "q_len", "window_left", mode="before")
+    @classmethod
+    def _not_a_flag(cls, v: Any) -> Any:
+        if isinstance(v, bool):                 # JSON true is not a size (pydantic would read it as 1)
+            raise ValueError(f"{str(v).lower()} is not a whole number")
+        return v
+
+    @field_validator("seq_lens", mode="before")
+    @classmethod
+    def _comma_separated(cls, v: Any) -> Any:
+        """`seq_lens=64,64,2524` as the CLI's --seq-lens takes it, beside `seq_lens=64&seq_lens=64&...`."""
+        items = [v] if isinstance(v, str) else v
+        if isinstance(items, list) and any(isinstance(x, str) and "," in x for x in items):
+            return [part.strip() for x in items for part in (x.split(",") if isinstance(x, str) else [x])]
+        return items
 
 
 class ProblemQuery(ProblemIn):

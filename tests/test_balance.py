@@ -204,10 +204,15 @@ def test_rest_takes_a_batch_by_its_requests_lengths(tmp_path):
         got = client.get("/v1/decision", params=[*base.items(), *(("seq_lens", n) for n in spread),
                                                  ("device", "NVIDIA H200")])
         assert got.status_code == 200 and sized in got.json()["reason"], got.text
+        comma = client.get("/v1/decision", params={**base, "seq_lens": ",".join(map(str, spread)),
+                                                   "device": "NVIDIA H200"})      # as the CLI's --seq-lens
+        assert comma.status_code == 200 and comma.json() == got.json(), comma.text
         for problem, field, msg in (({"seq_lens": spread, "batch_size": 98}, "batch_size",
                                      "batch_size 98 disagrees with seq_lens (99)"),
                                     ({"seq_lens": [0, 5]}, "seq_lens", "seq_lens: a request's kv_len 0 is out"),
-                                    ({"kv_len": 900}, "batch_size", "batch_size is required (or seq_lens")):
+                                    ({"kv_len": 900}, "batch_size", "batch_size is required (or seq_lens"),
+                                    ({"batch_size": True, "kv_len": 900}, "batch_size",
+                                     "Value error, true is not a whole number")):
             bad = post(**problem)
             detail = bad.json()["detail"][0]
             assert bad.status_code == 422 and detail["loc"] == ["body", "problems", 0, field], bad.text
