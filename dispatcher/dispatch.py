@@ -227,6 +227,11 @@ def device_of(db: store.DbPath, device: str | None) -> DeviceInfo:
     conn = store.open_readonly(db)
     try:
         return resolve_device(device, store.environments(conn) if conn else [])
+    except ValueError:
+        if conn is None:                      # the likelier mistake: a path that names no file
+            raise ValueError(f"{store.default_path(db)} does not exist, so device {device!r} has no "
+                             "measurements; give the path of a heuristics.db (or run tuner sweep)") from None
+        raise
     finally:
         if conn:
             conn.close()

@@ -177,8 +177,8 @@ class AttentionProblem:
                                "the new tokens too, so kv_len >= q_len")
         longest = longest_request(self.batch_size, self.kv_len, self.q_len)
         if not self.kv_len <= self.max_kv_len <= longest:
-            hint = (" (dataclasses.replace keeps max_kv_len: change sizes with with_sizes(), or pass max_kv_len=0 "
-                    "for a uniform batch)" if self.max_kv_len < self.kv_len else "")
+            hint = (" (a uniform batch: leave max_kv_len out, or 0; in Python, dataclasses.replace keeps the old "
+                    "max_kv_len: change sizes with with_sizes())" if self.max_kv_len < self.kv_len else "")
             raise ProblemError("max_kv_len", f"max_kv_len {self.max_kv_len} is out of range for batch_size "
                                f"{self.batch_size} x kv_len {self.kv_len}; the longest request holds from kv_len "
                                f"(the mean) to {longest} tokens (all but q_len per other request){hint}")

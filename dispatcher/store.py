@@ -28,11 +28,11 @@ def check_version(conn: sqlite3.Connection, path: Path) -> int:
     except sqlite3.OperationalError as e:
         if "no such table" not in str(e):
             raise                                   # not our verdict: let the caller retry or explain
-        raise StoreError(f"{path} is not a Switchyard database ({e}); point --db at a heuristics.db "
-                         "written by `tuner sweep`, or at a new path") from None
+        raise StoreError(f"{path} is not a Switchyard database ({e}); give a heuristics.db written by "
+                         "`tuner sweep` (a .db.xz from benchmarks/results: `xz -dk` it first)") from None
     except sqlite3.DatabaseError as e:
-        raise StoreError(f"{path} is not a Switchyard database ({e}); point --db at a heuristics.db "
-                         "written by `tuner sweep`, or at a new path") from None
+        raise StoreError(f"{path} is not a Switchyard database ({e}); give a heuristics.db written by "
+                         "`tuner sweep` (a .db.xz from benchmarks/results: `xz -dk` it first)") from None
     version = int(row[0]) if row else 0
     if version > SCHEMA_VERSION:
         raise StoreError(f"{path} has schema version {version}, newer than this Switchyard knows "
@@ -46,7 +46,7 @@ def open_readonly(db: DbPath = None) -> sqlite3.Connection | None:
     if not path.exists():
         return None
     if path.is_dir():
-        raise StoreError(f"{path} is a directory; point --db at a heuristics.db file")
+        raise StoreError(f"{path} is a directory; give a heuristics.db file")
     last = None
     # mode=ro still needs to create the WAL index beside the file; in a read-only directory
     # immutable=1 reads the file as it is (nothing else may be writing it then)
@@ -61,7 +61,8 @@ def open_readonly(db: DbPath = None) -> sqlite3.Connection | None:
         except sqlite3.OperationalError as e:
             last = e
         except sqlite3.DatabaseError as e:
-            raise StoreError(f"{path} cannot be read as SQLite ({e}); point --db at a heuristics.db") from None
+            raise StoreError(f"{path} cannot be read as SQLite ({e}); give a heuristics.db written by "
+                             "`tuner sweep`") from None
     raise StoreError(f"{path} cannot be opened ({last}); check its permissions") from None
 
 

@@ -102,3 +102,11 @@ def test_an_older_export_does_not_replace_newer_measurements(swept_db, tmp_path)
     write_lines(f, newer)
     assert import_jsonl(dst, f)["kept_newer"] == 0
     assert keys(dst) != keys(src)
+
+
+def test_a_device_or_database_that_is_not_there_is_named(tmp_path):
+    with pytest.raises(ValueError, match=r"device 'NVIDIA B200' is not in .*heuristics\.db; it holds: NVIDIA H200"):
+        export_jsonl(ROOT / "heuristics.db", tmp_path / "x.jsonl", "NVIDIA B200")
+    assert not (tmp_path / "x.jsonl").exists()
+    with pytest.raises(ValueError, match=r"none\.db does not exist, so device 'NVIDIA H200' has no measurements"):
+        load(tmp_path / "none.db", "NVIDIA H200")

@@ -36,6 +36,10 @@ def export_jsonl(db, out: Path, device: str | None = None) -> int:
     n = 0
     try:
         envs = {e["id"]: e for e in reader.environments(conn)}
+        held = sorted({e["device_name"] for e in envs.values()})
+        if device and device not in held:
+            raise ValueError(f"device {device!r} is not in {reader.default_path(db)}; it holds: "
+                             f"{', '.join(held) or 'no environments yet'}")
         with open(out, "w") as f:
             for r in conn.execute("select * from measurements order by env_id, id"):
                 env = envs[r["env_id"]]

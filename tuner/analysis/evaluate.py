@@ -110,7 +110,8 @@ def evaluate_offgrid(db, offgrid_db, device: str | None = None, methods=("learne
     full, dev = load_table(db, device)
     path = store.default_path(offgrid_db)
     if not path.exists():
-        raise ValueError(f"{path} does not exist; measure an off-grid set into it first (benchmarks/offgrid.py)")
+        raise ValueError(f"{path} does not exist; measure an off-grid set into it (benchmarks/offgrid.py), or "
+                         "`xz -dk` a measured one from benchmarks/results (offgrid*.db.xz)")
     truth = device_of(offgrid_db, measured_on) if measured_on else dev
     if truth.compute_capability != dev.compute_capability:
         # another architecture has other kernels, and the rules pick differently there
