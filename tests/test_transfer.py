@@ -79,6 +79,12 @@ def test_a_bad_line_names_itself_and_changes_nothing(swept_db, tmp_path):
     write_lines(f, items)
     with pytest.raises(ValueError, match=r"line 5 .*measurement\.kv_len is missing"):
         import_jsonl(dst, f)
+    del items[4]
+    ok = next(i for i, item in enumerate(items) if item["measurement"]["status"] == "ok")
+    items[ok]["measurement"]["median_us"] = None                # a ranking reads it: decide would crash
+    write_lines(f, items)
+    with pytest.raises(ValueError, match=rf"line {ok + 1} .*median_us of an ok row is None; it needs a number"):
+        import_jsonl(dst, f)
     with pytest.raises(ValueError, match=r"not a JSONL export .*tuner export --format jsonl"):
         import_jsonl(dst, ROOT / "heuristics.db")
     assert keys(dst) == before
@@ -110,3 +116,4 @@ def test_a_device_or_database_that_is_not_there_is_named(tmp_path):
     assert not (tmp_path / "x.jsonl").exists()
     with pytest.raises(ValueError, match=r"none\.db does not exist, so device 'NVIDIA H200' has no measurements"):
         load(tmp_path / "none.db", "NVIDIA H200")
+    assert load(tmp_path / "none.db", "cpu").choose(small()).source == "rule"     # a local device needs no db

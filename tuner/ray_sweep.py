@@ -134,7 +134,7 @@ def _merge(out: dict, db, import_jsonl, report: SweepReport) -> None:
         with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
             f.write(out["jsonl"])
         try:
-            import_jsonl(db, Path(f.name))
+            import_jsonl(db, Path(f.name), keep_newer=False)     # this sweep's rows: a worker's clock may lag
         finally:
             Path(f.name).unlink()
     for pd, winner, statuses in out["outcomes"]:

@@ -21,9 +21,10 @@ from .store import Store, balance_key, timings
 
 IMPORTED = {k: v for k, v in MEASUREMENTS.items() if k not in ("id", "env_id")}     # the store's own ids stay
 # the row's identity and the problem's fields that have no default
-REQUIRED = ("problem_key", "pipeline", "status") + tuple(
+REQUIRED = ("problem_key", "pipeline", "status", "kernel", "kernel_q_dtype", "kernel_out_dtype") + tuple(
     f.name for f in dataclasses.fields(AttentionProblem)
     if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+STATUSES = ("ok", "failed", "unsupported")
 ENV_FIELDS = ("device_name", "device_kind", "compute_capability", "sm_count", "memory_bytes", "driver",
               "cuda", "torch", "flashinfer", "python", "timing_mode")
 
@@ -54,9 +55,9 @@ def export_jsonl(db, out: Path, device: str | None = None) -> int:
     return n
 
 
-def import_jsonl(db, src: Path) -> dict:
+def import_jsonl(db, src: Path, keep_newer: bool = True) -> dict:
     """Merge measurements into `db`: environments matched by key; a (problem, pipeline) already present is
-    replaced by the imported one unless the stored one is newer. Every line is checked before anything is
+    replaced by the imported one unless the stored one is newer (`keep_newer`). Every line is checked before anything is
     written, and the rows and recomputed winners go in one transaction: a bad file changes nothing."""
     items = read_export(src)
     s = Store(db)
@@ -68,7 +69,7 @@ def import_jsonl(db, src: Path) -> dict:
                 env_id = _environment(s, env)
                 stored = s.db.execute("select created_at from measurements where env_id = ? and problem_key = ? "
                                       "and pipeline = ?", [env_id, m["problem_key"], m["pipeline"]]).fetchone()
-                if stored and stored[0] and m.get("created_at") and stored[0] > m["created_at"]:
+                if keep_newer and stored and stored[0] and m.get("created_at") and stored[0] > m["created_at"]:
                     kept += 1
                     continue
                 s.db["measurements"].insert({**m, "env_id": env_id}, replace=True)
@@ -86,7 +87,7 @@ def read_export(src: Path) -> list[tuple[dict, dict]]:
     that is not one raises ValueError naming the line, the field and the fix."""
     hint = "export one with `tuner export --format jsonl`"
     try:
-        lines = Path(src).read_text().splitlines()
+        lines = Path(src).read_text().split("\n")        # not splitlines: U+2028 may sit inside a string
     except UnicodeDecodeError:
         raise ValueError(f"{src} is not a JSONL export (not text: a database? {hint})") from None
     except OSError as e:
@@ -119,6 +120,16 @@ def _checked(item: Any) -> tuple[dict, dict]:
     for f in REQUIRED:
         if m.get(f) is None or m[f] == "":
             raise ValueError(f"measurement.{f} is missing")
+    if m["status"] not in STATUSES:
+        raise ValueError(f"measurement.status is {m['status']!r}, not one of {', '.join(STATUSES)}")
+    for f in ("median_us", "relerr") if m["status"] == "ok" else ():      # what a ranking reads
+        if m.get(f) is None or m[f] < 0:
+            raise ValueError(f"measurement.{f} of an ok row is {m.get(f)!r}; it needs a number >= 0")
+    try:
+        if not isinstance(json.loads(m.get("tactic") or "{}"), dict):
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"measurement.tactic {m['tactic']!r} is not a JSON object of knob settings") from None
     try:
         problem = problem_of(m)
     except (TypeError, ValueError) as e:
