@@ -58,6 +58,8 @@ class ProblemIn(BaseModel):
     def _comma_separated(cls, v: Any) -> Any:
         """`seq_lens=64,64,2524` as the CLI's --seq-lens takes it, beside `seq_lens=64&seq_lens=64&...`."""
         items = [v] if isinstance(v, str) else v
+        if isinstance(items, list) and any(isinstance(x, bool) for x in items):
+            raise ValueError("a request's length is true or false, not a whole number")
         if isinstance(items, list) and any(isinstance(x, str) and "," in x for x in items):
             return [part.strip() for x in items for part in (x.split(",") if isinstance(x, str) else [x])]
         return items

@@ -212,7 +212,8 @@ def test_rest_takes_a_batch_by_its_requests_lengths(tmp_path):
                                     ({"seq_lens": [0, 5]}, "seq_lens", "seq_lens: a request's kv_len 0 is out"),
                                     ({"kv_len": 900}, "batch_size", "batch_size is required (or seq_lens"),
                                     ({"batch_size": True, "kv_len": 900}, "batch_size",
-                                     "Value error, true is not a whole number")):
+                                     "Value error, true is not a whole number"),
+                                    ({"seq_lens": [True, 900]}, "seq_lens", "Value error, a request's length is true")):
             bad = post(**problem)
             detail = bad.json()["detail"][0]
             assert bad.status_code == 422 and detail["loc"] == ["body", "problems", 0, field], bad.text
