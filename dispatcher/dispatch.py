@@ -191,10 +191,16 @@ def default_timing_mode(device: DeviceInfo) -> TimingMode:
     return "graph" if device.kind == "cuda" else "wall"
 
 
+def is_local(device: str | None) -> bool:
+    """auto, cpu, cuda or cuda:N: this host's device, not a name in a database."""
+    spec = (device or "auto").lower()
+    return spec in LOCAL or spec.startswith("cuda:")
+
+
 def resolve_device(device: str | None, envs: list[dict[str, Any]]) -> DeviceInfo:
     """None/"auto"/"cpu"/"cuda[:N]": this host's device; anything else a device name in the database."""
     spec = (device or "auto")
-    if spec.lower() in LOCAL or spec.lower().startswith("cuda:"):
+    if is_local(spec):
         return describe(spec)
     rows = [e for e in envs if e["device_name"] == spec]
     if not rows:
@@ -228,7 +234,7 @@ def device_of(db: store.DbPath, device: str | None) -> DeviceInfo:
     try:
         return resolve_device(device, store.environments(conn) if conn else [])
     except ValueError:
-        if conn is None:                      # the likelier mistake: a path that names no file
+        if conn is None and not is_local(device):      # the likelier mistake: a path that names no file
             raise ValueError(f"{store.default_path(db)} does not exist, so device {device!r} has no "
                              "measurements; give the path of a heuristics.db (or run tuner sweep)") from None
         raise
