@@ -91,8 +91,7 @@ def read_export(src: Path) -> list[tuple[dict, dict]]:
     except UnicodeDecodeError:
         raise ValueError(f"{src} is not a JSONL export (not text: a database? {hint})") from None
     except OSError as e:
-        raise ValueError(f"{src} cannot be read ({e.strerror}); give the path of a file written by "
-                         "`tuner export --format jsonl`") from None
+        raise ValueError(f"{src} cannot be read ({e.strerror}); {hint}") from None
     items = []
     for n, line in enumerate(lines, 1):
         if line.strip():

@@ -61,6 +61,12 @@ def dispatcher_for(db: str | None, device: str | None) -> Dispatcher:
     return load(db, device)
 
 
+def given_flags(ctx: typer.Context, names: Callable[[str], bool]) -> list[str]:
+    """The flags typed on the command line (not defaults) of the parameters `names` accepts."""
+    return [p.opts[0] for p in ctx.command.params if p.name and names(p.name)
+            and getattr(ctx.get_parameter_source(p.name), "name", "") == "COMMANDLINE"]
+
+
 def csv(text: str | None, cast: Callable[[str], Any] = str, name: str = "") -> tuple[Any, ...] | None:
     if text is None:
         return None

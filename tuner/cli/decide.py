@@ -12,7 +12,7 @@ from dispatcher.problem import DEFAULTS, LIMITS
 
 from .. import library
 from ..problem_files import iter_problems
-from .app import Db, DecideDb, Dev, app, dispatcher_for, friendly, out, require_db
+from .app import Db, DecideDb, Dev, app, dispatcher_for, friendly, given_flags, out, require_db
 
 
 @app.command()
@@ -53,10 +53,9 @@ def decide(
     if input is not None and seq_lens is not None:
         raise ValueError("--seq-lens and --input are two ways to give problems; give one")
     if input is not None:
-        given = [p for p in ctx.command.params if p.name not in ("input", "as_json", "device", "db")
-                 and getattr(ctx.get_parameter_source(p.name), "name", "") == "COMMANDLINE"]
+        given = given_flags(ctx, lambda name: name not in ("input", "as_json", "device", "db"))
         if given:
-            raise ValueError(f"{given[0].opts[0]} describes one problem; with --input each line gives its own "
+            raise ValueError(f"{given[0]} describes one problem; with --input each line gives its own "
                              "fields: put it in the lines, or leave --input out")
         d = None                      # loaded at the first problem: a bad line is reported as such
         for prob in iter_problems(input):
@@ -70,12 +69,11 @@ def decide(
                               **sized}.items() if v is None]
     if missing:
         raise ValueError(f"{', '.join(missing)} required (or --input FILE)")
-    sizes = {"--batch-size": batch_size, "--kv-len": kv_len, "--max-kv-len": max_kv_len, "--kv-balance": kv_balance}
     fields = dict(phase=phase, num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
                   page_size=page_size, q_len=q_len, q_dtype=q_dtype, kv_dtype=kv_dtype, out_dtype=out_dtype,
                   causal=causal, window_left=window_left, has_sinks=has_sinks)
     if seq_lens is not None:
-        given = [flag for flag, v in sizes.items() if v is not None]
+        given = given_flags(ctx, {"batch_size", "kv_len", "max_kv_len", "kv_balance"}.__contains__)
         if given:
             raise ValueError(f"{given[0]} comes from --seq-lens; leave it out")
         prob = AttentionProblem.from_seq_lens(seq_lens=parse_lengths(seq_lens), **fields)

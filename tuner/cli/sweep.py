@@ -11,7 +11,7 @@ from rich.table import Table as RichTable
 from .. import library
 from ..options import SweepOptions
 from ..problem_files import read_problems
-from .app import Db, Dev, app, csv, err, friendly, out
+from .app import Db, Dev, app, csv, err, friendly, given_flags, out
 
 GRID_FLAGS = ("model", "tp", "phases", "kv_dtypes", "out_dtypes", "page_sizes", "quick", "full", "dense", "mixed")
 
@@ -85,8 +85,7 @@ def sweep(
         raise typer.BadParameter(f"--max-minutes {max_minutes} is negative; give minutes >= 0 (0 builds the "
                                  "kernels and measures nothing)")
     if problems:
-        grid = [p.opts[0] for p in ctx.command.params if p.name in GRID_FLAGS
-                and getattr(ctx.get_parameter_source(p.name), "name", "") == "COMMANDLINE"]
+        grid = given_flags(ctx, GRID_FLAGS.__contains__)
         if grid:
             raise typer.BadParameter(f"{grid[0]} shapes a model's grid; --problems gives every problem's own "
                                      "fields: put it in the file's lines, or leave --problems out")
