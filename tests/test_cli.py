@@ -43,6 +43,7 @@ def test_sweep_decide_show_end_to_end(tmp_path):
 
     info = json.loads(tuner("show", "--db", db, "--json").stdout)
     assert info["measurements"] == 12 and info["winners"] == 6
+    assert "12 ok measurements, 6 winners" in tuner("show", "--db", db).stdout
     assert info["environments"][0]["device_name"].startswith("CPU")
 
 

@@ -2,6 +2,7 @@
 measured cell, the model's settings as one value, and `tuner evaluate --offgrid`."""
 import dataclasses
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -91,7 +92,9 @@ def test_one_setting_changes_a_decision_and_nothing_else_is_global():
 
 
 def tuner(*args):
-    return subprocess.run([sys.executable, "-m", "tuner", *args], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}      # piped, as a user's log or pager gets it
+    return subprocess.run([sys.executable, "-m", "tuner", *args], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env=env)
 
 
 def test_evaluate_offgrid_scores_the_decisions_on_measured_off_grid_shapes(swept_db, tmp_path):
@@ -114,6 +117,9 @@ def test_evaluate_offgrid_scores_the_decisions_on_measured_off_grid_shapes(swept
     assert {"speedup_vs_vllm-2026", "slower_than_vllm-2026", "worst"} <= set(v)
     table = tuner("evaluate", "--db", str(swept_db[0]), "--device", "cpu", "--offgrid", str(off))
     assert table.returncode == 0 and "3 off-grid problems measured in" in table.stdout
+    # piped, as into a log or `| less`: every figure whole (rich's 80 columns cut them to "1.13…")
+    (row,) = [line for line in table.stdout.splitlines() if " learned " in line and "│" in line]
+    assert "…" not in table.stdout and f" {v['regret_geomean']:.3f} " in row and f" {v['regret_max']:.3f} " in row
     missing = tuner("evaluate", "--db", str(swept_db[0]), "--device", "cpu", "--offgrid", str(tmp_path / "no.db"))
     assert missing.returncode == 2 and "no.db does not exist" in missing.stderr
     # the same set as measured on another host (a device named "CPU..." is a CPU): learned on one, scored on the other

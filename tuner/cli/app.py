@@ -1,6 +1,7 @@
 """The `tuner` application: the typer app, what every command shares, and main()."""
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -17,7 +18,8 @@ from dispatcher.store import default_path
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Switchyard: measure attention kernels on this host and choose the fastest per problem.")
-out = Console()
+# piped or redirected, rich assumes 80 columns and cuts evaluate's table cells to "1.13…": write such output wide
+out = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 200)
 err = Console(stderr=True)
 
 Db = Annotated[Optional[str], typer.Option("--db", help="SQLite store (default: $SWITCHYARD_DB or ./heuristics.db)")]

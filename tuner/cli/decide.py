@@ -114,15 +114,19 @@ def show(db: Db = None, as_json: Annotated[bool, typer.Option("--json")] = False
     if as_json:
         print(json.dumps(info, default=str))
         return
-    out.print(f"{info['db']}: {info['measurements']} measurements, {info['winners']} winners")
+    out.print(f"{info['db']}: {info['measurements']} measurements, {info['winners']} winners", soft_wrap=True)
     for e in info["environments"]:
         out.print(f"[bold]#{e['id']} {e['device_name']}[/] ({e['timing_mode']}, torch {e['torch']}, "
-                  f"flashinfer {e['flashinfer'] or '-'}): {e['measurements']} ; {e['winners']} "
-                  "winners", highlight=False)
+                  f"flashinfer {e['flashinfer'] or '-'}): {_counts(e['measurements'])} measurements, "
+                  f"{e['winners']} winners", highlight=False, soft_wrap=True)
         for c in e["coverage"]:
             out.print(f"   {c['phase']:7s} {c['num_qo_heads']}/{c['num_kv_heads']} page {c['page_size']} "
                       f"{c['kv_dtype']}/{c['out_dtype']}: {c['buckets']} buckets, batch "
                       f"{c['min_batch']}-{c['max_batch']}, "
-                      f"kv {c['min_kv']}-{c['max_kv']}", highlight=False)
+                      f"kv {c['min_kv']}-{c['max_kv']}", highlight=False, soft_wrap=True)
 
 
+def _counts(by_status: dict[str, int]) -> str:
+    """A status count as a user reads it: "20341 ok, 1197 failed", ok first."""
+    order = sorted(by_status, key=lambda k: (k != "ok", k))
+    return ", ".join(f"{by_status[k]} {k}" for k in order) or "0"
