@@ -55,6 +55,7 @@ def create_app(db: str | Path | None = None, device: str | None = None, token_fi
         app.state.dispatchers = Dispatchers(db, device, refresh_s)
         app.state.dispatchers.get(None)      # load the host's table at start, not on the first request
         app.state.jobs = JobManager(db, describe("auto"), tune_misses=tune_misses != "off", idle_s=idle_s)
+        app.state.db_at_start = default_path(db).exists()
         yield
         app.state.jobs.stop()
         app.state.dispatchers.close()
@@ -82,6 +83,9 @@ def create_app(db: str | Path | None = None, device: str | None = None, token_fi
     @app.get("/healthz", tags=["health"])
     def healthz() -> JSONResponse:
         why = db_problem(db)
+        if why is None and getattr(app.state, "db_at_start", False) and not default_path(db).exists():
+            why = (f"{default_path(db).name} is gone (moved or deleted while serving); decisions are the built-in "
+                   "rule's until it is back")
         body = {"status": "ok" if why is None else "degraded", "db": default_path(db).name}
         if why is not None:
             body["reason"] = why

@@ -180,7 +180,7 @@ def sweep_devices(problems: list[AttentionProblem], devices: list[DeviceInfo], s
                 if left:
                     todo.append((p, left))
                 else:
-                    report.outcomes.append(ProblemOutcome(p, resumed=True))
+                    report.outcomes.append(ProblemOutcome(p, winner=store.winner(g.env_id, p), resumed=True))
             g.queue.extend(largest_first(todo))
         report.env_id = groups[0].env_id
         report.notes.append("environments: " + "; ".join(

@@ -7,8 +7,10 @@ inputs), or fits nowhere in memory, in a worker that measured earlier problems i
 fresh worker."""
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import signal
+import threading
 import time
 from collections import Counter
 from dataclasses import replace
@@ -65,6 +67,20 @@ def _death(proc) -> str:
     return f"exited with code {code}"
 
 
+@contextlib.contextmanager
+def _sigint_ignored():
+    """A worker started meanwhile inherits SIGINT ignored (Python keeps an ignored SIGINT ignored at start-up):
+    Ctrl-C reaches the parent alone, which stops the worker, instead of a traceback from each process."""
+    if threading.current_thread() is not threading.main_thread():     # a daemon's job: no terminal to press
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
 class IsolatedMeasurer:
     """measure(problem, pipes, opts) in a worker; restarts the worker after a crash or a hang."""
 
@@ -79,13 +95,14 @@ class IsolatedMeasurer:
     def _start(self) -> None:
         parent, child = self.ctx.Pipe()
         self.proc = self.ctx.Process(target=_worker, args=(child, self.device, self.mode), daemon=True)
-        self.proc.start()
+        with _sigint_ignored():
+            self.proc.start()
         child.close()
         self.conn = parent
         self.served = 0
 
     def _kill(self) -> None:
-        if self.proc is not None:
+        if self.proc is not None and self.proc.pid is not None:     # pid None: its start was interrupted
             self.proc.kill()
             self.proc.join(10)
         self.proc = self.conn = None
@@ -105,6 +122,9 @@ class IsolatedMeasurer:
         t0, staged = time.perf_counter(), Counter()
         try:
             return self._measure(problem, pipes, opts, staged)
+        except KeyboardInterrupt:
+            self._kill()                # at once: the worker ignores Ctrl-C and would finish its problem first
+            raise
         finally:
             if clock is not None:
                 clock.update(staged)

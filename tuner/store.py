@@ -29,6 +29,8 @@ from dispatcher.schema import (
 from dispatcher.store import check_version, default_path
 from dispatcher.table import Ranking, problem_of
 
+RETRIED = ("failed", "inaccurate")     # what --retry-failed measures again
+
 
 def now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
@@ -145,10 +147,21 @@ class Store:
 
     # -- measurements ----------------------------------------------------------------
     def measured_pipelines(self, env_id: int, problem: AttentionProblem, retry_failed: bool = False) -> set[str]:
-        skip = "and status != 'failed'" if retry_failed else ""
-        rows = self.db.execute(f"select pipeline from measurements where env_id = ? and problem_key = ? {skip}",
+        # inaccurate too: a rerun with another --max-relerr (or a fixed kernel) must be able to check them again
+        return {pid for pid, status in self.statuses(env_id, problem).items()
+                if not retry_failed or status not in RETRIED}
+
+    def statuses(self, env_id: int, problem: AttentionProblem) -> dict[str, str]:
+        """Each stored pipeline's status for this problem."""
+        rows = self.db.execute("select pipeline, status from measurements where env_id = ? and problem_key = ?",
                                [env_id, problem.key()])
-        return {r[0] for r in rows}
+        return {r[0]: r[1] for r in rows}
+
+    def winner(self, env_id: int, problem: AttentionProblem) -> str | None:
+        """The stored winner's pipeline id (None: no pipeline ran accurately)."""
+        row = self.db.execute("select pipeline from winners where env_id = ? and problem_key = ?",
+                              [env_id, problem.key()]).fetchone()
+        return row[0] if row else None
 
     def record(self, env_id: int, problem: AttentionProblem, results: list[dict], ranking: Ranking | None) -> None:
         """Store one problem's measurements and its winner atomically (one transaction)."""

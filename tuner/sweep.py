@@ -17,7 +17,7 @@ from .clock import stage
 from .measure import INPUTS, Row, measure_problem, record_problem
 from .options import SweepOptions
 from .search.tactics import canonical, space_size, tune
-from .store import Store, timings
+from .store import RETRIED, Store, timings
 from .timing import Timer
 
 
@@ -27,6 +27,7 @@ class ProblemOutcome:
     rows: list[Row] = field(default_factory=list)
     winner: str | None = None
     resumed: bool = False              # everything was already measured
+    kept_failed: int = 0               # stored failed or inaccurate pipelines not measured again (--retry-failed)
 
 
 @dataclass
@@ -41,6 +42,10 @@ class SweepReport:
     @property
     def measured(self) -> int:
         return sum(len(o.rows) for o in self.outcomes)
+
+    @property
+    def kept_failed(self) -> int:
+        return sum(o.kept_failed for o in self.outcomes)
 
     def count(self, status: str) -> int:
         return sum(1 for o in self.outcomes for r in o.rows if r["status"] == status)
@@ -127,11 +132,15 @@ def isolated(device: DeviceInfo, mode: str, opts: SweepOptions) -> Measurer:
 
 def sweep_one(ctx: SweepContext, p: AttentionProblem, pipes: list[Pipeline]) -> None:
     """One problem: what is not yet measured, a tactic search where asked, then the store."""
+    stored = ctx.store.statuses(ctx.env_id, p)
     done = ctx.store.measured_pipelines(ctx.env_id, p, ctx.opts.retry_failed)
     todo = [pp for pp in pipes if pp.id not in done]
     search = ([pp for pp in tunable(pipes, ctx.registry, ctx.device) if not ctx.store.tuned(ctx.env_id, p, pp.id)]
               if ctx.opts.tactics == "optuna" else [])
-    outcome = ProblemOutcome(p, resumed=not todo and not search)
+    outcome = ProblemOutcome(p, resumed=not todo and not search,
+                             kept_failed=sum(stored.get(pp.id) in RETRIED for pp in pipes if pp.id in done))
+    if outcome.resumed:
+        outcome.winner = ctx.store.winner(ctx.env_id, p)
     if todo or search:
         outcome.rows = ctx.measure(p, todo) if todo else []
         trials = {}

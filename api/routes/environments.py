@@ -6,7 +6,7 @@ from typing import Any, Optional
 from fastapi import APIRouter, HTTPException, Query, Request
 
 from dispatcher import store
-from dispatcher.store import DbPath
+from dispatcher.store import DbPath, default_path
 from tuner.library import overview
 
 from ..deps import DispatchersDep
@@ -17,7 +17,7 @@ router = APIRouter(prefix="/v1", tags=["environments"])
 @router.get("/environments")
 def environments(request: Request) -> dict[str, Any]:
     """Each measured environment (device, versions, timing mode) with counts and coverage."""
-    return overview(request.app.state.db)
+    return {**overview(request.app.state.db), "db": default_path(request.app.state.db).name}   # no host paths
 
 
 def _misses(db: DbPath, device: str | None, limit: int) -> list[dict[str, Any]]:

@@ -58,7 +58,12 @@ def load_table(db, device: str | None) -> tuple[Table, DeviceInfo]:
     if not store.default_path(db).exists():
         raise ValueError(f"{store.default_path(db)} does not exist; run tuner sweep first")
     dev = device_of(db, device or store.last_device_name(db))
-    return read_table(db, dev, default_timing_mode(dev)), dev
+    table = read_table(db, dev, default_timing_mode(dev))
+    held = [n for n in store.device_names(db) if n != dev.name]
+    if not table.by_cell and held:          # a local device (--device cpu) with nothing measured on it here
+        raise ValueError(f"{store.default_path(db)} holds no {default_timing_mode(dev)}-mode measurements of "
+                         f"{dev.name}; it holds {', '.join(held)}: pass --device {held[0]!r}")
+    return table, dev
 
 
 def evaluate(db=None, device: str | None = None, holdout: float = 0.2, seed: int = 0,

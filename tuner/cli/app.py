@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -41,7 +42,21 @@ def friendly(fn: F) -> F:
         except (ProblemError, StoreError, RegistryError, ValueError, LookupError, OSError) as e:
             err.print(f"[red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
+        except sqlite3.Error as e:
+            err.print(f"[red]error:[/] {escape(sqlite_advice(e))}", highlight=False, soft_wrap=True)
+            raise typer.Exit(2) from None
     return run  # type: ignore[return-value]
+
+
+def sqlite_advice(e: sqlite3.Error) -> str:
+    """An SQLite error as what to do about it (rows already written stay: each problem is one transaction)."""
+    text = str(e)
+    if "locked" in text:
+        return (f"the database is {text.split('database is ')[-1]}: another process (a sweep or `tuner serve`'s "
+                "job) is writing it; rerun when it is done, or pass another --db")
+    if "readonly" in text:
+        return f"{text}: the file or its folder is not writable by this user; pass a writable --db"
+    return f"SQLite: {text}"
 
 
 def require_db(db: str | None) -> None:
@@ -106,7 +121,12 @@ def main() -> None:
         cmd = e.ctx.command_path if e.ctx else "tuner"
         err.print(f"[red]error:[/] {escape(e.format_message())} (see: {cmd} --help)", highlight=False, soft_wrap=True)
         sys.exit(2)
-    except Abort:
-        err.print("aborted")
-        sys.exit(130)
+    except (Abort, KeyboardInterrupt):
+        rc = INTERRUPTED
+    if rc == INTERRUPTED:       # Ctrl-C (this typer returns 130 for it; older ones raise Abort)
+        # each problem is stored in its own transaction as it finishes: nothing finished is lost
+        err.print("interrupted: what finished is stored; rerun the same command to resume", soft_wrap=True)
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+INTERRUPTED = 130

@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Column
 from rich.table import Table as RichTable
 
 from .. import library
@@ -42,7 +43,9 @@ def sweep(
                                                        "wall")] = None,
     max_relerr: Annotated[Optional[float], typer.Option(help="accuracy budget for every pipeline (default: per "
                                                              "dtype)")] = None,
-    retry_failed: Annotated[bool, typer.Option(help="measure again pipelines that failed before")] = False,
+    retry_failed: Annotated[bool, typer.Option(help="measure again pipelines that failed or were inaccurate "
+                                                    "before (e.g. after fixing a driver or changing "
+                                                    "--max-relerr)")] = False,
     max_minutes: Annotated[Optional[float], typer.Option(help="start no new problem after this long; rerun to "
                                                               "resume")] = None,
     isolate: Annotated[bool, typer.Option(help="run pipelines in a worker process: a crash or hang fails one "
@@ -81,9 +84,19 @@ def sweep(
         raise typer.BadParameter("--devices and --ray sweep the grid; drop --search adaptive (or run it on one device)")
     if devices and ray:
         raise typer.BadParameter("give --devices (this host) or --ray (a cluster), not both")
-    if max_minutes is not None and max_minutes < 0:
-        raise typer.BadParameter(f"--max-minutes {max_minutes} is negative; give minutes >= 0 (0 builds the "
-                                 "kernels and measures nothing)")
+    if max_minutes is not None and not 0 <= max_minutes < float("inf"):
+        raise typer.BadParameter(f"--max-minutes {max_minutes} is not a number of minutes >= 0 (0 builds the "
+                                 "kernels and measures nothing; leave it out for no limit)")
+    if not 0 < candidate_timeout < float("inf"):
+        raise typer.BadParameter(f"--candidate-timeout {candidate_timeout} is not a number of seconds > 0; a "
+                                 "pipeline gets this long without progress before it counts as hung (default 120)")
+    if timing is not None and timing not in ("graph", "eager", "wall"):
+        raise typer.BadParameter(f"--timing {timing!r} is not graph, eager or wall (graph and eager on CUDA, "
+                                 "wall on the CPU)")
+    unused = given_flags(ctx, {"shards": not ray, "budget": search != "adaptive"}.get)
+    if unused:
+        raise typer.BadParameter(f"{unused[0]} has no effect here: it goes with "
+                                 f"{'--ray' if unused[0] == '--shards' else '--search adaptive'}")
     if problems:
         grid = given_flags(ctx, GRID_FLAGS.__contains__)
         if grid:
@@ -178,9 +191,14 @@ def _outcome_line(o) -> str:
 
 
 def _bar() -> Progress:
-    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    TextColumn("eta"), TimeRemainingColumn(), TextColumn("{task.fields[now]}"), console=err,
-                    transient=False)
+    # the count and times keep their width; the problem line takes what is left and is cut, not them
+    fixed = Column(no_wrap=True)
+    return Progress(TextColumn("[bold]{task.description}", table_column=fixed), BarColumn(bar_width=20),
+                    MofNCompleteColumn(table_column=fixed), TimeElapsedColumn(table_column=fixed),
+                    TextColumn("eta", table_column=fixed), TimeRemainingColumn(table_column=fixed),
+                    TextColumn("{task.fields[now]}", table_column=Column(no_wrap=True, overflow="ellipsis",
+                                                                         max_width=max(10, err.width - 58))),
+                    console=err, transient=False)
 
 
 def _print_summary(report) -> None:
@@ -197,6 +215,9 @@ def _print_summary(report) -> None:
     out.print(f"{len(report.outcomes)} problems, {report.measured} pipelines measured "
               f"({report.count('ok')} ok, {report.count('inaccurate')} inaccurate, {report.count('failed')} failed, "
               f"{report.count('unsupported')} unsupported), {resumed} already measured")
+    if report.kept_failed:
+        out.print(f"{report.kept_failed} pipelines that failed or were inaccurate before were not measured again; "
+                  "rerun with --retry-failed to measure them", soft_wrap=True)
     # one line each, never wrapped: scripts grep them
     for note in report.notes:
         out.print(escape(note), soft_wrap=True)
