@@ -10,8 +10,11 @@ $py $R/one-long.db.xz $R/spread.db.xz "H200, 1.5 waves: one-long (A) against spr
 $py $R/h100/one-long.db.xz $R/h100/spread.db.xz "H100, 1.5 waves: one-long (A) against spread (B)"
 $py $H/long12.db.xz $H/spread12.db.xz "H100, 1.2 waves: one-long (A) against spread (B)"
 $py $H/long175.db.xz $H/spread175.db.xz "H100, 1.75 waves: one-long (A) against spread (B)"
-for pair in "$R/spread.db.xz $R/tiered.db.xz H200-1.5" "$R/h100/spread.db.xz $R/h100/tiered.db.xz H100-1.5" \
-            "$H/spread12.db.xz $H/tiered12.db.xz H100-1.2" "$H/spread175.db.xz $H/tiered175.db.xz H100-1.75"; do
+# tiered on the H100: ../h100-offgrid5-tiered/ (another H100 and day than the spread runs; the 1.5- and 1.75-wave
+# sets were cut by their time boxes at 50 and 59 of 108 batches, compared where both have them)
+N=benchmarks/results/h100-offgrid5-tiered
+for pair in "$R/spread.db.xz $R/tiered.db.xz H200-1.5" "$R/h100/spread.db.xz $N/tiered.db.xz H100-1.5" \
+            "$H/spread12.db.xz $N/tiered12.db.xz H100-1.2" "$H/spread175.db.xz $N/tiered175.db.xz H100-1.75"; do
   set -- $pair
   if [ -f "$2" ]; then $py "$1" "$2" "$3 waves: spread (A) against tiered (B), kv_balance alike"
   else echo "== $3 waves: spread against tiered: $2 not measured yet"; fi
