@@ -58,8 +58,9 @@ class PredictorConfig:
                 why = "is negative" if v < 0 else "is not a finite number"
                 raise ValueError(f"predictor setting {k}={v!r} {why}; every setting is 0 or more "
                                  f"(the default: {getattr(defaults, k)!r})")
-            if v < AT_LEAST.get(k, 0):
-                raise ValueError(f"predictor setting {k}={v!r} is under {AT_LEAST[k]}: {AT_LEAST_WHY[k]} "
+            least, why_least = AT_LEAST.get(k, (0, ""))
+            if v < least:
+                raise ValueError(f"predictor setting {k}={v!r} is under {least}: {why_least} "
                                  f"(the default: {getattr(defaults, k)!r})")
         values: dict[str, Any] = {k: want_cast(getattr(defaults, k), v) for k, v in data.items()}
         return replace(defaults, **values)
@@ -77,8 +78,7 @@ class PredictorConfig:
         return cls.from_dict(data)
 
 
-AT_LEAST = {"k_nearest": 1}
-AT_LEAST_WHY = {"k_nearest": "a plane needs at least one measured point"}
+AT_LEAST = {"k_nearest": (1, "a plane needs at least one measured point")}     # setting: (least, why)
 
 
 def want_cast(default: object, value: float) -> int | float:

@@ -133,7 +133,7 @@ def isolated(device: DeviceInfo, mode: str, opts: SweepOptions) -> Measurer:
 def sweep_one(ctx: SweepContext, p: AttentionProblem, pipes: list[Pipeline]) -> None:
     """One problem: what is not yet measured, a tactic search where asked, then the store."""
     stored = ctx.store.statuses(ctx.env_id, p)
-    done = ctx.store.measured_pipelines(ctx.env_id, p, ctx.opts.retry_failed)
+    done = {pid for pid, status in stored.items() if not ctx.opts.retry_failed or status not in RETRIED}
     todo = [pp for pp in pipes if pp.id not in done]
     search = ([pp for pp in tunable(pipes, ctx.registry, ctx.device) if not ctx.store.tuned(ctx.env_id, p, pp.id)]
               if ctx.opts.tactics == "optuna" else [])

@@ -12,6 +12,7 @@ from rich.table import Table as RichTable
 from .. import library
 from ..options import SweepOptions
 from ..problem_files import read_problems
+from ..timing.base import MODES
 from .app import Db, Dev, app, csv, err, friendly, given_flags, out
 
 GRID_FLAGS = ("model", "tp", "phases", "kv_dtypes", "out_dtypes", "page_sizes", "quick", "full", "dense", "mixed")
@@ -90,7 +91,7 @@ def sweep(
     if not 0 < candidate_timeout < float("inf"):
         raise typer.BadParameter(f"--candidate-timeout {candidate_timeout} is not a number of seconds > 0; a "
                                  "pipeline gets this long without progress before it counts as hung (default 120)")
-    if timing is not None and timing not in ("graph", "eager", "wall"):
+    if timing is not None and timing not in MODES:
         raise typer.BadParameter(f"--timing {timing!r} is not graph, eager or wall (graph and eager on CUDA, "
                                  "wall on the CPU)")
     unused = given_flags(ctx, {"shards": not ray, "budget": search != "adaptive"}.get)
