@@ -28,6 +28,7 @@ MAX_QUEUED = 4
 JOBS_KEPT = 256                             # jobs listed by GET /v1/sweeps; the oldest finished go first
 TUNE_MISSES = ("off", "writers", "anyone")   # who may make the daemon measure a miss (api/main.py)
 MISSES_LOOKED_AT = 256                      # most frequent misses read to find misses_per_job admissible ones
+MISSES_BACKOFF_S = 600.0                    # after a misses job failed (a worker that cannot start, say)
 
 
 class QueueFull(Exception):
@@ -41,6 +42,8 @@ class Job:
     problems: list[AttentionProblem]
     state: JobState = "queued"
     done: int = 0
+    resumed: int = 0                # problems already measured: done at once, so not in the ETA's rate
+    first: tuple[float, int] | None = None   # (time, problems measured) at the first measured now: the rate's start
     measured: int = 0
     counts: dict[str, int] = field(default_factory=dict)
     error: str | None = None
@@ -52,8 +55,9 @@ class Job:
     def public(self) -> dict[str, Any]:
         total = len(self.problems)
         eta = None
-        if self.state == "running" and self.done and self.started_at:
-            eta = (time.time() - self.started_at) / self.done * (total - self.done)
+        measured, first = self.done - self.resumed, self.first
+        if self.state == "running" and first is not None and measured > first[1]:
+            eta = (time.time() - first[0]) / (measured - first[1]) * (total - self.done)
         return {"id": self.id, "kind": self.kind, "state": self.state, "total": total, "done": self.done,
                 "progress": self.done / total if total else 1.0, "eta_s": eta, "measured": self.measured,
                 "counts": self.counts, "error": self.error, "created_at": self.created_at,
@@ -70,6 +74,7 @@ class JobManager:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self.tune_misses, self.idle_s, self.misses_per_job = tune_misses, idle_s, misses_per_job
+        self.misses_after = 0.0         # no miss tuning before this time (see MISSES_BACKOFF_S)
         self._worker = threading.Thread(target=self._run, name="switchyard-jobs", daemon=True)
         self._worker.start()
 
@@ -114,7 +119,7 @@ class JobManager:
             try:
                 job = self._queue.get(timeout=self.idle_s)
             except queue.Empty:
-                if self.tune_misses:
+                if self.tune_misses and time.time() >= self.misses_after:
                     try:
                         self._queue_misses()
                     except (StoreError, sqlite3.DatabaseError):
@@ -134,7 +139,10 @@ class JobManager:
         job.state, job.started_at = "running", time.time()
 
         def tick(outcome: ProblemOutcome) -> None:
+            job.resumed += outcome.resumed           # before done: a reader never sees a rate of done alone
             job.done += 1
+            if job.first is None and not outcome.resumed:
+                job.first = (time.time(), job.done - job.resumed)
             job.measured += len(outcome.rows)
             for r in outcome.rows:
                 job.counts[r["status"]] = job.counts.get(r["status"], 0) + 1
@@ -147,6 +155,8 @@ class JobManager:
                 self._forget_misses(job.problems)
         except Exception as e:  # noqa: BLE001 (a failed job is reported, the daemon goes on)
             job.state, job.error = "failed", f"{type(e).__name__}: {e}"
+            if job.kind == "misses":        # the same misses would fail again at once, every idle_s, for ever
+                self.misses_after = time.time() + MISSES_BACKOFF_S
         job.finished_at = time.time()
 
     def _queue_misses(self) -> None:

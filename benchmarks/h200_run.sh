@@ -11,6 +11,7 @@
 #   3. the sweep until BUDGET_S is nearly spent (it resumes from heuristics.db next call).
 # usage: BUDGET_S=540 [DB=heuristics.db] [NOTESTS=1] [NOAOT=1: a cold JIT] [SAVE_AOT=1] [FLEET=1: --devices all] \
 #        [PREBUILD_MARGIN=120: seconds of the budget kept from the JIT step for the rest] \
+#        [PREBUILD_ONLY=1: stop after step 1, e.g. to build and save the modules of several problem files] \
 #        bash benchmarks/h200_run.sh [extra sweep args, e.g. --tp 4]
 set -uo pipefail
 t0=$(date +%s); budget=${BUDGET_S:-540}
@@ -40,6 +41,7 @@ built=$(grep -c "pipeline configurations load\|verified earlier" $OUT/sweep.log)
 # inside the sweep's worker, one at a time (2026-12-04b call C: ~250 s of a 413-s adaptive sweep)
 [ -n "$new_so" ] && [ "$built" -gt 0 ] && (cd /tmp/fiws/.cache/flashinfer/*/*/cached_ops && for f in $new_so; do mkdir -p $aot/${f%/*} && cp --update=none $f $aot/$f; done) && echo "AOT modules installed here: $(ls $aot | wc -l)" | tee -a $OUT/sweep.log
 [ -n "${SAVE_AOT:-}" ] && [ "$built" = 0 ] && echo "AOT not saved: the JIT build did not finish in this call" | tee -a $OUT/sweep.log
+[ -n "${PREBUILD_ONLY:-}" ] && exit 0
 if [ -z "${NOTESTS:-}" ] && [ "$(left)" -gt 150 ]; then
   echo "+ python3 -m pytest -m gpu tests/gpu -n 0 -v -s --durations=10" | tee $OUT/gpu-tests.log
   tt=$(( $(left) / 2 )); [ $tt -gt 120 ] && tt=120

@@ -113,6 +113,7 @@ class Table:
         self.by_cell: dict[AttentionProblem, dict[str, Timing]] = {}
         self.by_family: dict[tuple[Any, ...], list[AttentionProblem]] = {}
         self.measured_at: dict[AttentionProblem, AttentionProblem] = {}   # cell -> a problem measured in it
+        self.measured: set[AttentionProblem] = set()    # every problem measured, as measured (from_rows)
         self.page_sizes: set[int] = set()
 
     @classmethod
@@ -123,6 +124,7 @@ class Table:
         for p, timings in measured_problems(rows).items():
             exact.setdefault(p.cell(), {})[p] = timings
         t = cls()
+        t.measured = {p for measured in exact.values() for p in measured}
         for cell, measured in exact.items():
             for timing in one_cell(cell, measured):
                 t.add(cell, timing)

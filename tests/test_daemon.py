@@ -57,9 +57,11 @@ def test_bounds_are_named(db):
         assert r.status_code == 422 and r.json()["detail"][0]["loc"][:2] == ["body", "problems"]
         huge = body(batch_size=4096, kv_len=1 << 20, num_qo_heads=64, num_kv_heads=64, head_dim=256)
         r = c.post("/v1/sweeps", json=huge, headers=AUTH)
-        assert r.status_code == 422 and "a sweep may allocate at most 2.0 GiB per problem" in r.json()["detail"]
+        (e,) = r.json()["detail"]              # shaped as every other 422: where, what, which kind
+        assert r.status_code == 422 and e["loc"] == ["body", "problems", 0] and e["type"] == "too_big"
+        assert "a sweep may allocate at most 2.0 GiB per problem" in e["msg"]
         r = c.post("/v1/sweeps", json={"model": "llama4-scout", "problems": []}, headers=AUTH)
-        assert r.status_code == 422 and "not both" in r.json()["detail"]
+        assert r.status_code == 422 and "not both" in r.json()["detail"][0]["msg"]
         r = c.post("/v1/sweeps", json={"model": "llama4-scout", "db": "/etc/passwd"}, headers=AUTH)
         assert r.status_code == 422                      # no request can name a path on the host
         codes = [c.post("/v1/sweeps", json={"model": "llama-3.1-8b", "phases": ["decode"]},

@@ -59,6 +59,21 @@ def raw(url: str, data: bytes, wait_s: float = 3.0) -> bytes:
     return got or b"(no answer)"
 
 
+def test_serve_new_db_starts_an_empty_database_that_sweeps_fill(tmp_path):
+    new = tmp_path / "new.db"
+    with serve(new, "--new-db", token=TOKEN) as url:
+        assert new.exists() and httpx.get(f"{url}/v1/decision", params=q()).json()["source"] == "rule"
+        job = httpx.post(f"{url}/v1/sweeps", json={"problems": [small().to_dict()]},
+                         headers={"Authorization": f"Bearer {TOKEN}"}).json()
+        end, state = time.time() + 120, job
+        while state["state"] in ("queued", "running") and time.time() < end:
+            time.sleep(0.3)
+            state = httpx.get(f"{url}/v1/sweeps/{job['id']}").json()
+        assert state["state"] == "done", state
+    with sqlite3.connect(new) as c:
+        assert c.execute("select count(*) from winners").fetchone()[0] == 1
+
+
 def test_serve_without_db_uses_the_default_path_and_switchyard_db(db, tmp_path):
     # the README's `tuner serve` crashed at start-up without --db
     home = tmp_path / "home"
@@ -82,6 +97,12 @@ def test_serve_refuses_bad_databases_and_settings_in_one_line(db, tmp_path):
                           (tmp_path, "is a directory"), (tmp_path / "typo.db", "no such database")):
         one_line_error(tuner("serve", "--db", str(bad)), fragment)
     one_line_error(tuner("serve", "--db", str(db), "--tune-misses"), "needs writes enabled")
+    token = tmp_path / "token"
+    token.write_text(TOKEN)
+    # a token used to make a mistyped --db a new, empty database, served as if nothing were wrong
+    one_line_error(tuner("serve", "--db", str(tmp_path / "typo.db"), "--token-file", str(token)), "pass --new-db")
+    one_line_error(tuner("serve", "--db", str(tmp_path / "typo.db"), "--new-db"), "--new-db needs writes enabled")
+    assert not (tmp_path / "typo.db").exists()
     one_line_error(tuner("serve", "--db", str(db), "--log-level", "loud"), "--log-level 'loud' is not one of")
 
 

@@ -120,6 +120,11 @@ def test_evaluate_offgrid_scores_the_decisions_on_measured_off_grid_shapes(swept
     # piped, as into a log or `| less`: every figure whole (rich's 80 columns cut them to "1.13…")
     (row,) = [line for line in table.stdout.splitlines() if " learned " in line and "│" in line]
     assert "…" not in table.stdout and f" {v['regret_geomean']:.3f} " in row and f" {v['regret_max']:.3f} " in row
+    assert res["in_sample"] == 0 and "in-sample" not in table.stderr
+    # the fitted database given as the off-grid set scores every shape on its own measurement: said, not hidden
+    same = tuner("evaluate", "--db", str(swept_db[0]), "--device", "cpu", "--offgrid", str(swept_db[0]))
+    assert same.returncode == 0 and "were measured in" in same.stderr and "so they score the fit in-sample" in \
+        " ".join(same.stderr.split()), same.stderr
     missing = tuner("evaluate", "--db", str(swept_db[0]), "--device", "cpu", "--offgrid", str(tmp_path / "no.db"))
     assert missing.returncode == 2 and "no.db does not exist" in missing.stderr
     # the same set as measured on another host (a device named "CPU..." is a CPU): learned on one, scored on the other

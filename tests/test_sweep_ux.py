@@ -103,3 +103,141 @@ def test_healthz_says_degraded_when_the_database_is_moved_away(swept_db, tmp_pat
         assert r.status_code == 503 and "d.db is gone (moved or deleted while serving)" in r.json()["reason"]
         (tmp_path / "d.db.bak").rename(db)
         assert c.get("/healthz").status_code == 200
+
+
+def test_a_prefill_line_without_q_len_is_refused_naming_the_line(tmp_path):
+    f = tmp_path / "p.jsonl"
+    decode = {"phase": "decode", "num_qo_heads": 8, "num_kv_heads": 1, "batch_size": 2, "kv_len": 64}
+    f.write_text(json.dumps(decode) + "\n" + json.dumps({**decode, "phase": "prefill", "kv_len": 512}) + "\n")
+    r = tuner("sweep", "--device", "cpu", "--problems", str(f), "--db", str(tmp_path / "h.db"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert f"line 2 of {f}: q_len is required for prefill" in " ".join(r.stderr.split())
+    assert not (tmp_path / "h.db").exists()
+    f.write_text(json.dumps(decode) + "\n" + json.dumps({**decode, "phase": "prefill", "kv_len": 512, "q_len": 1}))
+    assert tuner("decide", "--input", str(f), "--db", str(SHIPPED)).returncode == 0    # said outright, it runs
+
+
+def test_a_worker_that_cannot_start_stops_the_sweep_and_marks_nothing_failed(tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()        # every spawned worker dies at start-up, as on a broken install or an unusable GPU
+    (site / "sitecustomize.py").write_text(
+        "import sys\nif '--multiprocessing-fork' in sys.orig_argv:\n    sys.exit('injected: cannot start')\n")
+    db, probs = tmp_path / "h.db", tmp_path / "p.jsonl"
+    probs.write_text("".join(json.dumps(small(batch_size=b).to_dict()) + "\n" for b in (1, 2)))
+    env = {**os.environ, "PYTHONPATH": f"{site}:{ROOT}"}
+    r = tuner("sweep", "--device", "cpu", "--problems", str(probs), "--db", str(db), env=env)
+    said = " ".join(r.stderr.split())
+    assert r.returncode == 2 and "Traceback (most recent call last)" not in said.split("injected")[-1]
+    assert "the measuring worker for cpu#0 exited with code 1 before it was ready, 2 times in a row" in said, said
+    assert "injected: cannot start" in said                         # the worker's own reason, as it printed it
+    with sqlite3.connect(db) as c:                                   # not one problem's pipelines marked failed
+        assert c.execute("select count(*) from measurements").fetchone()[0] == 0
+    ok = tuner("sweep", "--device", "cpu", "--problems", str(probs), "--db", str(db))
+    assert ok.returncode == 0 and "2 problems" in ok.stdout and "0 already measured" in ok.stdout   # fixed: all of it
+
+
+def test_plots_without_matplotlib_say_what_to_install(tmp_path):
+    hidden = tmp_path / "hidden" / "matplotlib"
+    hidden.mkdir(parents=True)          # an install without the [report] extra: importing matplotlib fails
+    (hidden / "__init__.py").write_text("raise ImportError('No module named matplotlib')\n")
+    env = {**os.environ, "PYTHONPATH": f"{hidden.parent}:{ROOT}"}
+    for args in (["report", "--out", str(tmp_path / "r")], ["evaluate", "--plot", str(tmp_path / "e")]):
+        r = tuner(*args, "--db", str(SHIPPED), "--device", "NVIDIA H200", env=env)
+        assert r.returncode == 2 and "needs matplotlib: pip install 'matplotlib>=3.8'" in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr
+
+
+def test_the_eta_after_a_resume_follows_the_problems_measured_now():
+    from types import SimpleNamespace
+
+    from rich.progress import Progress
+
+    from api.jobs import Job
+    from tuner.cli.sweep import MeasuredEta, _advance
+    now = [0.0]
+    bar = Progress(MeasuredEta(), get_time=lambda: now[0])
+    task = bar.add_task("sweep", total=100, now="")
+    for _ in range(50):                             # half were measured before: done at once
+        _advance(bar, task, SimpleNamespace(resumed=True))
+    now[0] = 100.0                                  # the JIT build, then the first problem measured now
+    _advance(bar, task, SimpleNamespace(resumed=False))
+    assert str(MeasuredEta().render(bar.tasks[task])) == "eta -:--:--"     # no rate from one problem
+    for _ in range(10):                             # then 10 in a minute: 39 left take 234 s
+        now[0] += 6.0
+        _advance(bar, task, SimpleNamespace(resumed=False))
+    assert str(MeasuredEta().render(bar.tasks[task])) == "eta 0:03:54"
+    job = Job(id="j", kind="problems", problems=[small()] * 100, state="running", done=61, resumed=50,
+              started_at=time.time() - 160, first=(time.time() - 60, 1))
+    assert 229 < job.public()["eta_s"] < 239       # the daemon's job too (it said 42 s: 160 s / 61 done x 39)
+
+
+def test_a_failing_misses_job_is_not_queued_again_at_once(swept_db, tmp_path, monkeypatch):
+    import tuner.library
+    from tuner.isolation import WorkerStartError
+
+    def cannot_start(*a, **k):
+        raise WorkerStartError("the measuring worker for cpu#0 exited with code 1 before it was ready, 2 times")
+    monkeypatch.setattr(tuner.library, "run_problems", cannot_start)
+    db = tmp_path / "h.db"
+    shutil.copy(swept_db[0], db)
+    with in_process(db, tune_misses="anyone", idle_s=0.1, refresh_s=0.1) as c:
+        miss = small(head_dim=48, batch_size=3, kv_len=100)
+        for _ in range(3):
+            c.get("/v1/decision", params=miss.to_dict())
+        end = time.time() + 30
+        while not c.get("/v1/sweeps").json()["sweeps"] and time.time() < end:
+            time.sleep(0.1)
+        time.sleep(1.5)                      # 15 idle periods: it used to queue the same misses again each time
+        (job,) = c.get("/v1/sweeps").json()["sweeps"]
+        assert job["kind"] == "misses" and job["state"] == "failed" and "before it was ready" in job["error"]
+
+
+def test_devices_a_gpu_that_cannot_start_loses_no_problem_and_all_failing_is_an_error(tmp_path, monkeypatch):
+    import threading
+
+    import pytest
+
+    from tuner import fleet, library
+    from tuner.isolation import IsolatedMeasurer, WorkerStartError
+    real, failed = IsolatedMeasurer.measure, threading.Event()
+    broken = {1}
+
+    def measure(self, *a, **k):
+        if self.device.index in broken:
+            failed.set()
+            raise WorkerStartError(f"the measuring worker for cpu#{self.device.index} exited with code 1 before "
+                                   "it was ready, 2 times in a row")
+        failed.wait(30)                  # cpu#1 takes a problem and fails first: that problem must not be lost
+        return real(self, *a, **k)
+    monkeypatch.setattr(IsolatedMeasurer, "measure", measure)
+    monkeypatch.setattr(fleet, "calibration_set", lambda items: [])    # both CPUs in one environment at once
+    probs = [small(batch_size=b) for b in (1, 2, 3)]
+    report = library.run_on_devices(probs, fleet.parse_devices("cpu,cpu"), tmp_path / "h.db", "wall")
+    assert len(report.outcomes) == 3 and all(o.winner for o in report.outcomes) and not report.stopped_early
+    assert any(n.startswith("cpu#1 stopped: WorkerStartError") for n in report.notes)
+    broken.add(0)                        # no device left to take the rest: an error, not "stopped at --max-minutes"
+    with pytest.raises(WorkerStartError, match="before it was ready"):
+        library.run_on_devices(probs + [small(batch_size=5)], fleet.parse_devices("cpu,cpu"), tmp_path / "h.db", "wall")
+
+
+def test_a_ray_shard_whose_worker_stops_still_returns_what_it_measured(tmp_path, monkeypatch):
+    from tuner import library
+    from tuner.isolation import WorkerStartError
+    from tuner.options import SweepOptions
+    from tuner.ray_sweep import _merge, sweep_shard
+    from tuner.sweep import SweepReport
+    from tuner.transfer import import_jsonl
+    real = library.run_problems
+
+    def first_then_stop(todo, dev, db, mode, opts, on_problem=None, say=print):
+        real(todo[:1], dev, db, mode, opts, on_problem=on_problem, say=say)
+        raise WorkerStartError("the measuring worker for cpu#0 exited with code 1 before it was ready, 2 times")
+    monkeypatch.setattr(library, "run_problems", first_then_stop)
+    out = sweep_shard([small(batch_size=b).to_dict() for b in (1, 2)], None, SweepOptions(isolate=False), {})
+    assert out["error"].startswith("WorkerStartError") and len(out["outcomes"]) == 1      # returned, not raised
+    db, report = tmp_path / "h.db", SweepReport(0)
+    _merge(out, db, import_jsonl, report)
+    with sqlite3.connect(db) as c:                   # the finished problem's rows land in the caller's database
+        assert {b for (b,) in c.execute("select batch_size from measurements")} == {1}
+    assert any("stopped after 1 problem (WorkerStartError" in n and "rerun to measure the rest" in n
+               for n in report.notes)

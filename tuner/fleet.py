@@ -159,9 +159,11 @@ def calibrate(devices: list[DeviceInfo], workers: dict[str, IsolatedMeasurer], i
 
 
 def sweep_devices(problems: list[AttentionProblem], devices: list[DeviceInfo], store: Store, mode: str,
-                  opts: SweepOptions, registry, on_problem: Callable[[ProblemOutcome, str], None] | None = None,
+                  opts: SweepOptions, registry,
+                  on_problem: Callable[[ProblemOutcome, str | None], None] | None = None,
                   say: Callable[[str], None] = print) -> SweepReport:
-    """Sweep `problems` over `devices` into `store`; the report's notes say how devices were grouped."""
+    """Sweep `problems` over `devices` into `store`; the report's notes say how devices were grouped.
+    on_problem(outcome, device label) after each problem; a resumed one (measured before) has no device."""
     if opts.tactics == "optuna":
         raise ValueError("--devices sweeps the grid of tactics (--tactics grid or default); "
                          "run an optuna tactic search on one device")
@@ -181,6 +183,8 @@ def sweep_devices(problems: list[AttentionProblem], devices: list[DeviceInfo], s
                     todo.append((p, left))
                 else:
                     report.outcomes.append(ProblemOutcome(p, winner=store.winner(g.env_id, p), resumed=True))
+                    if on_problem:
+                        on_problem(report.outcomes[-1], None)
             g.queue.extend(largest_first(todo))
         report.env_id = groups[0].env_id
         report.notes.append("environments: " + "; ".join(
@@ -204,17 +208,21 @@ def _run_queues(groups, workers, store, opts, registry, planned, report, on_prob
             opts.should_stop and opts.should_stop())
 
     def work(g: Group, d: DeviceInfo):
-        name = label(d)
+        name, taken = label(d), None
         try:
             while not stopping():
                 with lock:
                     if not g.queue:
                         break
-                    p, pipes = g.queue.popleft()
+                    taken = g.queue.popleft()
                 clock = Counter()
-                rows = workers[name].measure(p, pipes, opts, clock)
-                results.put(("rows", g, name, p, rows, clock))
+                rows = workers[name].measure(*taken, opts, clock)
+                results.put(("rows", g, name, taken[0], rows, clock))
+                taken = None
         except BaseException as e:  # noqa: BLE001 (the parent reports it; the other devices go on)
+            if taken is not None:   # nothing of it was recorded: another device of the group may take it
+                with lock:
+                    g.queue.appendleft(taken)
             results.put(("error", g, name, e, None, None))
         finally:
             results.put(("done", g, name, None, None, None))
@@ -222,7 +230,7 @@ def _run_queues(groups, workers, store, opts, registry, planned, report, on_prob
     threads = [threading.Thread(target=work, args=(g, d), daemon=True) for g in groups for d in g.members]
     for t in threads:
         t.start()
-    running = len(threads)
+    running, failures = len(threads), []
     try:
         while running:
             kind, g, name, p, rows, clock = results.get()
@@ -230,6 +238,7 @@ def _run_queues(groups, workers, store, opts, registry, planned, report, on_prob
                 running -= 1
             elif kind == "error":
                 report.notes.append(f"{name} stopped: {type(p).__name__}: {p}")
+                failures.append(p)
             else:
                 report.seconds.update(clock)
                 with stage(report.seconds, "store"):
@@ -243,3 +252,5 @@ def _run_queues(groups, workers, store, opts, registry, planned, report, on_prob
         stop.set()                  # finish no new problem; what is recorded stays recorded
         raise
     report.stopped_early = any(g.queue for g in groups)
+    if report.stopped_early and failures:    # problems left that no device of theirs could take: not a time limit
+        raise failures[0]

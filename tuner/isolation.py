@@ -4,7 +4,8 @@ one pipeline marks that pipeline "failed" with its reason, and the problem goes 
 without it. The worker tells the parent which pipeline it is about to run; that is whom a death or a
 silence longer than the per-candidate limit is blamed on. A problem that fails outside its pipelines (its
 inputs), or fits nowhere in memory, in a worker that measured earlier problems is tried once more in a
-fresh worker."""
+fresh worker. A worker that dies or hangs before it is ready, twice in a row, stops the sweep
+(WorkerStartError) instead of marking every pipeline of every problem failed."""
 from __future__ import annotations
 
 import contextlib
@@ -14,6 +15,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import replace
+from typing import Any
 
 from dispatcher.device import DeviceInfo
 from dispatcher.pipeline import Pipeline
@@ -39,6 +41,7 @@ def _worker(conn, device: DeviceInfo, mode: str) -> None:
         import torch
         torch.cuda.set_device(device.index)     # streams, graphs and "cuda" tensors on this worker's GPU
     timer = make_timer(mode)
+    conn.send(("ready",))
     while True:
         msg = conn.recv()
         if msg is None:
@@ -51,6 +54,13 @@ def _worker(conn, device: DeviceInfo, mode: str) -> None:
             conn.send(("result", rows, dict(clock)))
         except Exception as e:  # noqa: BLE001 (outside any one pipeline: report, keep the worker)
             conn.send(("error", f"{type(e).__name__}: {e}"))
+
+
+START_S = 120.0         # the longest a worker may take to start (import torch, open its GPU) before it is ready
+
+
+class WorkerStartError(ChildProcessError):
+    """The measuring worker cannot start (a broken install, a GPU it cannot open): nothing to blame on a pipeline."""
 
 
 def _unfit(row: dict) -> bool:
@@ -91,6 +101,8 @@ class IsolatedMeasurer:
         self.restarts = 0
         self.served = 0             # problems the running worker has finished
         self.fresh_retries = 0      # problems measured again in a fresh worker (the sweep's summary says how many)
+        self.stillborn = 0          # workers in a row that died or hung before they were ready
+        self.ready = False
 
     def _start(self) -> None:
         parent, child = self.ctx.Pipe()
@@ -100,6 +112,7 @@ class IsolatedMeasurer:
         child.close()
         self.conn = parent
         self.served = 0
+        self.ready = False          # until it says so: a death before then is no pipeline's fault
 
     def _kill(self) -> None:
         if self.proc is not None and self.proc.pid is not None:     # pid None: its start was interrupted
@@ -135,36 +148,18 @@ class IsolatedMeasurer:
         blamed: dict[str, dict] = {}
         todo = list(pipes)
         while todo:
-            if self.proc is None or not self.proc.is_alive():
-                self._start()
-            self.conn.send((problem, todo, opts_safe))
-            current, outcome = None, None
-            while outcome is None:
-                if not self.conn.poll(self.timeout):
-                    outcome = ("hang", f"no progress for {self.timeout:.0f} s")
-                    break
-                try:
-                    msg = self.conn.recv()
-                except (EOFError, OSError):
-                    self.proc.join(5)
-                    outcome = ("died", _death(self.proc))
-                    break
-                if msg[0] == "note":
-                    current = (msg[1], msg[2])
-                elif msg[0] == "result":
-                    clock.update(msg[2])
-                    if self.served and msg[1] and all(_unfit(r) for r in msg[1]) and \
-                            working_bytes(problem) <= opts.memory_fraction * total_bytes(self.device):
-                        outcome = ("unfit", "")     # it fits an empty worker: the earlier problems' leftovers may not
-                        break
-                    self.served += 1
-                    got = {pp.id: r for pp, r in zip(todo, msg[1])}
-                    return [got.get(pp.id) or blamed[pp.id] for pp in pipes]
-                else:
-                    outcome = ("error", msg[1])
+            outcome, current = self._run(problem, todo, opts_safe, clock)
+            if outcome[0] == "result":
+                self.served += 1
+                got = {pp.id: r for pp, r in zip(todo, outcome[1])}
+                return [got.get(pp.id) or blamed[pp.id] for pp in pipes]
             used = self.served
             self._kill()
             self.restarts += 1
+            if not self.ready:
+                silent = f"was silent for {max(self.timeout, START_S):.0f} s"
+                self._stillborn(outcome[1] if outcome[0] == "died" else silent)
+                continue
             if outcome[0] in ("error", "unfit") and used:
                 # outside any pipeline (the inputs, most often out of memory), or "does not fit" for all: earlier
                 # problems' leftovers in that worker may be the cause, so the problem gets one fresh worker before
@@ -183,3 +178,48 @@ class IsolatedMeasurer:
             blamed[pid] = result_row(pipe, "failed", error=f"{what} ({outcome[1]}) during {stage}")
             todo = [pp for pp in todo if pp.id != pid]
         return [blamed[pp.id] for pp in pipes]
+
+    def _run(self, problem, todo, opts, clock: Counter) -> tuple[tuple[str, Any], tuple[str, str] | None]:
+        """Give the worker (started if need be) one problem; its result or how it ended, and the stage it was in."""
+        current = None
+        try:
+            if self.proc is None or not self.proc.is_alive():
+                self._start()
+            self.conn.send((problem, todo, opts))
+        except OSError:                         # a broken pipe: it died at once
+            return self._died(), current
+        while True:
+            # importing torch and opening the GPU is no pipeline's time: a start gets START_S at least
+            wait = self.timeout if self.ready else max(self.timeout, START_S)
+            if not self.conn.poll(wait):
+                return ("hang", f"no progress for {wait:.0f} s"), current
+            try:
+                msg = self.conn.recv()
+            except (EOFError, OSError):
+                return self._died(), current
+            if msg[0] == "ready":
+                self.ready, self.stillborn = True, 0
+            elif msg[0] == "note":
+                current = (msg[1], msg[2])
+            elif msg[0] == "result":
+                clock.update(msg[2])
+                if self.served and msg[1] and all(_unfit(r) for r in msg[1]) and \
+                        working_bytes(problem) <= opts.memory_fraction * total_bytes(self.device):
+                    return ("unfit", ""), current   # it fits an empty worker: the earlier problems' leftovers may not
+                return ("result", msg[1]), current
+            else:
+                return ("error", msg[1]), current
+
+    def _died(self) -> tuple[str, str]:
+        if self.proc is not None and self.proc.pid is not None:
+            self.proc.join(5)
+        return "died", _death(self.proc)
+
+    def _stillborn(self, why: str) -> None:
+        """A worker lost before it was ready: tried once more, then the sweep stops, recording nothing for it."""
+        self.stillborn += 1
+        if self.stillborn >= 2:
+            printed = " (its own error is in this process's stderr)" if why.startswith("exited with code") else ""
+            raise WorkerStartError(f"the measuring worker for {label(self.device)} {why} before it was ready, "
+                                   f"{self.stillborn} times in a row{printed}; nothing was recorded for the problem "
+                                   "it was given, so measuring again resumes here once the cause is fixed")

@@ -56,9 +56,14 @@ def read_jsonl(path: str) -> Iterator[tuple[int, Any]]:
 def problem_at(n: int, path: str, data: Any) -> AttentionProblem:
     """The problem on line `n`, or a ProblemError naming the line and the field."""
     try:
-        return AttentionProblem.from_dict(data)
+        p = AttentionProblem.from_dict(data)
     except ProblemError as e:
         raise ProblemError(e.field, f"line {n} of {path}: {e}") from None
+    # a prefill line without q_len would run one new token per request, which is rarely what was meant
+    if p.phase == "prefill" and "q_len" not in data:
+        raise ProblemError("q_len", f"line {n} of {path}: q_len is required for prefill (the new tokens per "
+                                    "request); write \"q_len\": 1 for one new token")
+    return p
 
 
 def iter_problems(path: str) -> Iterator[AttentionProblem]:

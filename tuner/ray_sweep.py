@@ -74,12 +74,19 @@ def sweep_shard(problems: list[dict], timing: str | None, opts: SweepOptions, do
         s.close()
         probs = [AttentionProblem.from_dict(d) for d in problems]
         todo = [p for p in probs if opts.retry_failed or p.key() not in done.get(key, set())]
-        report = run_problems(todo, dev, db, mode, opts, say=lambda m: None) if todo else SweepReport(0)
+        outcomes: list = []
+        report, error = SweepReport(0), None
+        try:
+            if todo:
+                report = run_problems(todo, dev, db, mode, opts, on_problem=outcomes.append, say=lambda m: None)
+        except Exception as e:  # noqa: BLE001 (a worker that cannot start, say: what finished still lands)
+            error = f"{type(e).__name__}: {e}"
         export_jsonl(db, Path(tmp) / "m.jsonl")
         text = (Path(tmp) / "m.jsonl").read_text()
     return {"jsonl": text, "device": dev.name, "host": socket.gethostname(), "skipped": len(probs) - len(todo),
-            "outcomes": [(o.problem.to_dict(), o.winner, [r["status"] for r in o.rows]) for o in report.outcomes],
-            "seconds": dict(report.seconds), "stopped_early": report.stopped_early}
+            "outcomes": [(o.problem.to_dict(), o.winner, [r["status"] for r in o.rows]) for o in outcomes],
+            "seconds": dict(report.seconds), "stopped_early": report.stopped_early,
+            "error": error}
 
 
 def ray_sweep(req, problems: list[AttentionProblem] | None, db, opts: SweepOptions, address: str | None,
@@ -144,3 +151,7 @@ def _merge(out: dict, db, import_jsonl, report: SweepReport) -> None:
     report.seconds.update(out["seconds"])
     report.by_device[f"{out['device']} ({out['host']})"] += len(out["outcomes"])
     report.stopped_early |= out["stopped_early"]
+    if out.get("error"):
+        n = len(out["outcomes"])
+        report.notes.append(f"a shard on {out['device']} ({out['host']}) stopped after {n} problem{'s' * (n != 1)} "
+                            f"({out['error'][:300]}); rerun to measure the rest")

@@ -5,7 +5,7 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException
 
-from dispatcher import AttentionProblem, ProblemError
+from dispatcher import AttentionProblem
 from tuner.library import SweepRequest, sweep_problems
 
 from ..admission import too_big
@@ -13,17 +13,22 @@ from ..auth import Writer
 from ..deps import JobsDep
 from ..jobs import JobKind, JobManager, QueueFull
 from ..schemas import MAX_PRESET_PROBLEMS, SweepCreate, SweepPublic
-from .decisions import to_problem
+from .decisions import Loc, to_problem
 
 router = APIRouter(prefix="/v1", tags=["sweeps"])
 
 
+def invalid(msg: str, loc: Loc, kind: str = "value_error") -> HTTPException:
+    """A 422 shaped as FastAPI's own (a list of loc, msg, type), as every other endpoint answers."""
+    return HTTPException(422, detail=[{"loc": loc, "msg": msg, "type": kind}])
+
+
 def _problems(body: SweepCreate, jobs: JobManager) -> tuple[JobKind, list[AttentionProblem]]:
     if (body.model is None) == (body.problems is None):
-        raise HTTPException(422, detail="give either 'model' (a preset with options) or 'problems' (a list), not both")
+        raise invalid("give either 'model' (a preset with options) or 'problems' (a list), not both", ["body"])
     if body.problems is not None:
         if not body.problems:
-            raise HTTPException(422, detail="'problems' is empty; give at least one problem to sweep")
+            raise invalid("'problems' is empty; give at least one problem to sweep", ["body", "problems"])
         return "problems", [to_problem(p, ["body", "problems", i]) for i, p in enumerate(body.problems)]
     try:
         req = SweepRequest(model=body.model or "", tps=tuple(body.tp) if body.tp is not None else None,
@@ -31,11 +36,11 @@ def _problems(body: SweepCreate, jobs: JobManager) -> tuple[JobKind, list[Attent
                            out_dtypes=tuple(body.out_dtypes),
                            page_sizes=tuple(body.page_sizes) if body.page_sizes is not None else None, grid=body.grid)
         probs = sweep_problems(req, jobs.device)
-    except (ProblemError, ValueError) as e:
-        raise HTTPException(422, detail=str(e)) from None
+    except ValueError as e:             # a ProblemError's field is a problem's, not the body's: no deeper loc
+        raise invalid(str(e), ["body"]) from None
     if len(probs) > MAX_PRESET_PROBLEMS:
-        raise HTTPException(422, detail=f"this sweep expands to {len(probs)} problems; the limit per job is "
-                                        f"{MAX_PRESET_PROBLEMS}: narrow tp, phases, dtypes or page_sizes")
+        raise invalid(f"this sweep expands to {len(probs)} problems; the limit per job is {MAX_PRESET_PROBLEMS}: "
+                      "narrow tp, phases, dtypes or page_sizes", ["body"])
     return "preset", probs
 
 
@@ -46,7 +51,8 @@ def create(body: SweepCreate, jobs: JobsDep) -> dict[str, Any]:
     for i, p in enumerate(probs):
         why = too_big(p, jobs.device)
         if why is not None:
-            raise HTTPException(422, detail=f"problem {i} {why}")
+            raise invalid(f"problem {i} {why}", ["body", "problems", i] if kind == "problems" else ["body"],
+                          "too_big")
     try:
         return jobs.submit(kind, probs).public()
     except QueueFull as e:

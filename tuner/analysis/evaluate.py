@@ -132,7 +132,8 @@ def evaluate_offgrid(db, offgrid_db, device: str | None = None, methods=("learne
         methods = (*methods, *(m for m in KEYED if m not in methods))
     configs = score(full, measured, dev, methods, config, shapes)
     res = {"device": dev.name, "measured_on": truth.name, "offgrid_db": str(offgrid_db),
-           "problems": len(measured), "configs": configs, "overall": overall(configs)}
+           "problems": len(measured), "configs": configs, "overall": overall(configs),
+           "in_sample": sum(p in full.measured for p in measured)}
     if truth.sm_count != dev.sm_count:       # the same kernels, but the waves of work fall elsewhere
         res["note"] = (f"{truth.name} has {truth.sm_count or 'unknown'} SMs, {dev.name} "
                        f"{dev.sm_count or 'unknown'}: the choices assume the latter")

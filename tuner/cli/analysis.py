@@ -77,6 +77,10 @@ def evaluate(db: Db = None, device: Dev = None,
             title += f" on {res['measured_on']}"
         if "note" in res:
             title += f" ({res['note']})"
+        if res["in_sample"] > res["problems"] / 10:      # a random off-grid shape is rarely a measured one
+            err.print(escape(f"warning: {res['in_sample']} of {res['problems']} problems in {offgrid} were measured "
+                             f"in {db or 'the fitted database'} too, so they score the fit in-sample; fit on a "
+                             "database without them"), soft_wrap=True)
     elif between:
         res = ev.evaluate_between(db, device, config=config, shapes=plot is not None)
         title = f"{res['device']}: fitted on {res['fitted']} cells, scored on the {res['held_out']} between them"
@@ -166,7 +170,9 @@ def _need_matplotlib(what: str) -> None:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        raise ValueError(f"{what} needs matplotlib: pip install -e '.[report]'") from None
+        # the extra's spelling only works from a checkout; the package's own name works anywhere
+        raise ValueError(f"{what} needs matplotlib: pip install 'matplotlib>=3.8' (switchyard's [report] "
+                         "extra)") from None
 
 
 def _writable_dir(option: str, path: str) -> None:

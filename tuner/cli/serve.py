@@ -8,7 +8,7 @@ import typer
 
 from dispatcher.store import default_path
 
-from .app import Db, Dev, app, err, friendly, require_db
+from .app import Db, Dev, app, err, friendly
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 
@@ -31,7 +31,9 @@ def serve(host: Annotated[str, typer.Option(help="bind address (loopback by defa
           request_timeout_s: Annotated[float, typer.Option(min=0.1, help="a connection must send a whole request "
                                                                          "within this long, or it is closed")] = 10.0,
           max_connections: Annotated[int, typer.Option(min=1, help="open connections at most; more are closed at "
-                                                                   "once")] = 512):
+                                                                   "once")] = 512,
+          new_db: Annotated[bool, typer.Option(help="start with a new, empty database where --db names none (POST "
+                                                    "/v1/sweeps fills it; needs a token)")] = False):
     """Run the daemon: decisions over REST (docs at /docs), background sweeps, metrics at /metrics.
 
     Example: SWITCHYARD_TOKEN=secret tuner serve --tune-misses
@@ -52,9 +54,14 @@ def serve(host: Annotated[str, typer.Option(help="bind address (loopback by defa
     token = configured_token(token_file)
     policy = "anyone" if tune_misses_without_token else "writers" if tune_misses else "off"
     if not default_path(db).exists():
+        if not new_db:                      # a mistyped --db would serve the rule alone, and quietly
+            raise ValueError(f"{default_path(db)}: no such database; point --db (or $SWITCHYARD_DB) at a "
+                             "heuristics.db, run `tuner sweep` to make one, or pass --new-db (with a token) to "
+                             "serve an empty one that POST /v1/sweeps fills")
         if not token:
-            require_db(db)                  # read-only daemon: nothing would ever fill a new database
-        Store(db).close()                   # a writable daemon sweeps into a new one
+            raise ValueError("--new-db needs writes enabled (SWITCHYARD_TOKEN or --token-file): nothing else would "
+                             "ever fill the new database")
+        Store(db).close()
         err.print(f"{default_path(db)}: a new, empty database (POST /v1/sweeps fills it)", highlight=False)
     conn = open_readonly(db)                # garbage, another program's file, a directory: one line here
     if conn is not None:

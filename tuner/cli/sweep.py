@@ -5,9 +5,19 @@ from typing import Annotated, Optional
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Column
 from rich.table import Table as RichTable
+from rich.text import Text
 
 from .. import library
 from ..options import SweepOptions
@@ -128,12 +138,12 @@ def sweep(
         total = library.adaptive_total(explicit or library.sweep_problems(req, dev), budget)
     Store(db).close()                                                # so does a database we cannot use
     with _bar() as bar:
-        task = bar.add_task("sweep", total=None, now="")
+        task = bar.add_task("sweep", total=None, now="", resumed=0)
 
         def tick(o):
             if bar.tasks[task].total is None:
                 bar.update(task, total=tick.total)
-            bar.update(task, advance=1, now=_outcome_line(o))
+            _advance(bar, task, o, now=_outcome_line(o))
         tick.total = total
         say = lambda m: bar.console.print(escape(m))  # noqa: E731
         if explicit is not None:
@@ -157,12 +167,13 @@ def _devices_sweep(req, problems, db, opts, spec: str) -> None:
     mode = req.timing or default_timing_mode(devs[0])
     Store(db).close()
     with _bar() as bar:
-        total = bar.add_task("total", total=len(probs), now="")
+        total = bar.add_task("total", total=len(probs), now="", resumed=0)
         per = {label(d): bar.add_task(label(d), total=None, now="") for d in devs}
 
         def tick(o, name):
-            bar.update(total, advance=1)
-            bar.update(per[name], advance=1, now=_outcome_line(o))
+            _advance(bar, total, o)
+            if name is not None:             # None: measured before, resumed
+                bar.update(per[name], advance=1, now=_outcome_line(o))
         report = library.run_on_devices(probs, devs, db, mode, opts, tick, lambda m: bar.console.print(escape(m)))
         bar.update(total, completed=len(report.outcomes))
     _print_summary(report)
@@ -191,12 +202,35 @@ def _outcome_line(o) -> str:
     return f"{shape} -> {escape(o.winner or '-')}"
 
 
+def _advance(bar: Progress, task: TaskID, o, **fields) -> None:
+    """One problem done: `resumed` counts those measured before, `first` is (elapsed, measured) at the first
+    problem measured now, from which MeasuredEta takes its rate."""
+    t = bar.tasks[task]
+    resumed = t.fields.get("resumed", 0) + o.resumed
+    bar.update(task, advance=1, resumed=resumed, **fields)
+    if not o.resumed and t.fields.get("first") is None:
+        bar.update(task, first=(t.elapsed or 0.0, t.completed - resumed))
+
+
+class MeasuredEta(ProgressColumn):
+    """Time left at the rate of the problems measured since the first one this run measured: a resumed
+    problem takes no time, and neither the JIT build nor the first problem's start-up recurs."""
+
+    def render(self, task: Task) -> Text:
+        first = task.fields.get("first")
+        measured = task.completed - task.fields.get("resumed", 0)
+        if not task.total or task.elapsed is None or first is None or measured <= first[1]:
+            return Text("eta -:--:--")
+        left = int((task.elapsed - first[0]) / (measured - first[1]) * max(0.0, task.total - task.completed))
+        return Text(f"eta {left // 3600}:{left // 60 % 60:02d}:{left % 60:02d}")
+
+
 def _bar() -> Progress:
     # the count and times keep their width; the problem line takes what is left and is cut, not them
     fixed = Column(no_wrap=True)
     return Progress(TextColumn("[bold]{task.description}", table_column=fixed), BarColumn(bar_width=20),
                     MofNCompleteColumn(table_column=fixed), TimeElapsedColumn(table_column=fixed),
-                    TextColumn("eta", table_column=fixed), TimeRemainingColumn(table_column=fixed),
+                    MeasuredEta(table_column=fixed),
                     TextColumn("{task.fields[now]}", table_column=Column(no_wrap=True, overflow="ellipsis",
                                                                          max_width=max(10, err.width - 58))),
                     console=err, transient=False)
