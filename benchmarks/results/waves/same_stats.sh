@@ -10,8 +10,8 @@ $py $R/one-long.db.xz $R/spread.db.xz "H200, 1.5 waves: one-long (A) against spr
 $py $R/h100/one-long.db.xz $R/h100/spread.db.xz "H100, 1.5 waves: one-long (A) against spread (B)"
 $py $H/long12.db.xz $H/spread12.db.xz "H100, 1.2 waves: one-long (A) against spread (B)"
 $py $H/long175.db.xz $H/spread175.db.xz "H100, 1.75 waves: one-long (A) against spread (B)"
-# tiered on the H100: ../h100-offgrid5-tiered/ (another H100 and day than the spread runs; the 1.5- and 1.75-wave
-# sets were cut by their time boxes at 50 and 59 of 108 batches, compared where both have them)
+# tiered on the H100: ../h100-offgrid5-tiered/ (another H100 and day than the spread runs; compared on the batches
+# both have)
 N=benchmarks/results/h100-offgrid5-tiered
 for pair in "$R/spread.db.xz $R/tiered.db.xz H200-1.5" "$R/h100/spread.db.xz $N/tiered.db.xz H100-1.5" \
             "$H/spread12.db.xz $N/tiered12.db.xz H100-1.2" "$H/spread175.db.xz $N/tiered175.db.xz H100-1.75"; do
