@@ -2,6 +2,7 @@
 measured, and (with tune_misses) measuring the most frequent misses when idle."""
 from __future__ import annotations
 
+import contextlib
 import queue
 import sqlite3
 import threading
@@ -134,6 +135,7 @@ class JobManager:
                 self._running = None
 
     def _execute(self, job: Job) -> None:
+        from tuner.isolation import WorkerStartError
         from tuner.library import run_problems
         from tuner.options import SweepOptions
         job.state, job.started_at = "running", time.time()
@@ -157,6 +159,9 @@ class JobManager:
             job.state, job.error = "failed", f"{type(e).__name__}: {e}"
             if job.kind == "misses":        # the same misses would fail again at once, every idle_s, for ever
                 self.misses_after = time.time() + MISSES_BACKOFF_S
+                if not isinstance(e, WorkerStartError):      # these problems fail: tune the next misses instead
+                    with contextlib.suppress(StoreError, sqlite3.DatabaseError):
+                        self._forget_misses(job.problems)
         job.finished_at = time.time()
 
     def _queue_misses(self) -> None:

@@ -192,32 +192,50 @@ def test_a_failing_misses_job_is_not_queued_again_at_once(swept_db, tmp_path, mo
         assert job["kind"] == "misses" and job["state"] == "failed" and "before it was ready" in job["error"]
 
 
-def test_devices_a_gpu_that_cannot_start_loses_no_problem_and_all_failing_is_an_error(tmp_path, monkeypatch):
+def _cannot_start(index):
+    from tuner.isolation import WorkerStartError
+    return WorkerStartError(f"the measuring worker for cpu#{index} exited with code 1 before it was ready, 2 times")
+
+
+def test_devices_a_gpu_that_cannot_start_leaves_its_problems_to_the_others(tmp_path, monkeypatch):
     import threading
 
-    import pytest
-
     from tuner import fleet, library
-    from tuner.isolation import IsolatedMeasurer, WorkerStartError
-    real, failed = IsolatedMeasurer.measure, threading.Event()
-    broken = {1}
+    from tuner.isolation import IsolatedMeasurer
+    real, took, done0 = IsolatedMeasurer.measure, threading.Event(), threading.Event()
+    devices, db = fleet.parse_devices("cpu,cpu"), tmp_path / "h.db"
 
-    def measure(self, *a, **k):
-        if self.device.index in broken:
-            failed.set()
-            raise WorkerStartError(f"the measuring worker for cpu#{self.device.index} exited with code 1 before "
-                                   "it was ready, 2 times in a row")
-        failed.wait(30)                  # cpu#1 takes a problem and fails first: that problem must not be lost
+    def broken_from_the_start(self, *a, **k):       # cpu#1 fails in calibration, before any queue
+        if self.device.index == 1:
+            raise _cannot_start(1)
         return real(self, *a, **k)
-    monkeypatch.setattr(IsolatedMeasurer, "measure", measure)
-    monkeypatch.setattr(fleet, "calibration_set", lambda items: [])    # both CPUs in one environment at once
-    probs = [small(batch_size=b) for b in (1, 2, 3)]
-    report = library.run_on_devices(probs, fleet.parse_devices("cpu,cpu"), tmp_path / "h.db", "wall")
-    assert len(report.outcomes) == 3 and all(o.winner for o in report.outcomes) and not report.stopped_early
+    monkeypatch.setattr(IsolatedMeasurer, "measure", broken_from_the_start)
+    report = library.run_on_devices([small(batch_size=b) for b in (1, 2, 3)], devices, db, "wall")
+    assert len(report.outcomes) == 3 and all(o.winner for o in report.outcomes) and report.unfinished is None
     assert any(n.startswith("cpu#1 stopped: WorkerStartError") for n in report.notes)
-    broken.add(0)                        # no device left to take the rest: an error, not "stopped at --max-minutes"
-    with pytest.raises(WorkerStartError, match="before it was ready"):
-        library.run_on_devices(probs + [small(batch_size=5)], fleet.parse_devices("cpu,cpu"), tmp_path / "h.db", "wall")
+
+    def broken_last(self, *a, **k):                 # cpu#1 takes the last problem and fails after cpu#0 is done
+        if self.device.index == 1:
+            took.set()
+            done0.wait(60)
+            time.sleep(1.0)                          # cpu#0 asks for more meanwhile: the queue is empty then
+            raise _cannot_start(1)
+        took.wait(60)
+        try:
+            return real(self, *a, **k)
+        finally:
+            done0.set()
+    monkeypatch.setattr(IsolatedMeasurer, "measure", broken_last)
+    monkeypatch.setattr(fleet, "calibration_set", lambda items: [])    # straight to the queue
+    report = library.run_on_devices([small(batch_size=b) for b in (4, 5)], devices, db, "wall")
+    assert len(report.outcomes) == 2 and all(o.winner for o in report.outcomes), report.notes
+    assert report.by_device == {"cpu#0": 2} and report.unfinished is None
+
+    def all_broken(self, *a, **k):
+        raise _cannot_start(self.device.index)
+    monkeypatch.setattr(IsolatedMeasurer, "measure", all_broken)
+    report = library.run_on_devices([small(batch_size=6)], devices, db, "wall")
+    assert report.unfinished.startswith("1 problem left with no device to measure them")   # not --max-minutes
 
 
 def test_a_ray_shard_whose_worker_stops_still_returns_what_it_measured(tmp_path, monkeypatch):
@@ -241,3 +259,22 @@ def test_a_ray_shard_whose_worker_stops_still_returns_what_it_measured(tmp_path,
         assert {b for (b,) in c.execute("select batch_size from measurements")} == {1}
     assert any("stopped after 1 problem (WorkerStartError" in n and "rerun to measure the rest" in n
                for n in report.notes)
+    import typer
+
+    from tuner.cli.sweep import _print_summary
+    with pytest.raises(typer.Exit) as stopped:        # the summary is printed, then the exit says it is unfinished
+        _print_summary(report)
+    assert stopped.value.exit_code == 2 and report.unfinished.startswith("a shard on")
+
+
+def test_a_worker_that_cannot_even_be_spawned_is_a_start_error_not_failed_pipelines(monkeypatch):
+    from dispatcher.device import describe
+    from tuner.isolation import IsolatedMeasurer, WorkerStartError
+    from tuner.options import SweepOptions
+    m = IsolatedMeasurer(describe("cpu"), "wall")
+
+    def no_fds():
+        raise OSError(24, "Too many open files")
+    monkeypatch.setattr(m.ctx, "Pipe", no_fds)
+    with pytest.raises(WorkerStartError, match=r"cpu#0 could not be started: \[Errno 24\] Too many open files"):
+        m.measure(small(), [None], SweepOptions())      # a pipeline to measure: the worker is started for it

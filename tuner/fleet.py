@@ -22,7 +22,7 @@ from dispatcher.pipeline import Pipeline
 from dispatcher.problem import AttentionProblem
 
 from .clock import stage
-from .isolation import IsolatedMeasurer, label
+from .isolation import IsolatedMeasurer, WorkerStartError, label
 from .measure import record_problem
 from .options import SweepOptions
 from .sizes import kv_bytes
@@ -126,23 +126,36 @@ class Group:
     members: list[DeviceInfo]
     env_id: int = 0
     queue: deque = field(default_factory=deque)
+    in_flight: int = 0            # problems its devices hold: one may come back to the queue (WorkerStartError)
 
 
-def _measure_each(workers: dict[str, IsolatedMeasurer], jobs: dict[str, list], opts) -> dict[str, list[list[dict]]]:
+def _measure_each(workers: dict[str, IsolatedMeasurer], jobs: dict[str, list], opts,
+                  failed: dict[str, BaseException]) -> dict[str, list[list[dict]]]:
     """Each device measures its list of (problem, pipes), one device after another: devices that
-    share a host's CPUs (or its PCIe and power budget) then do not disturb each other's calibration."""
-    return {name: [workers[name].measure(p, pipes, opts) for p, pipes in job] for name, job in jobs.items()}
+    share a host's CPUs (or its PCIe and power budget) then do not disturb each other's calibration.
+    A device whose worker cannot start goes into `failed` instead."""
+    out = {}
+    for name, job in jobs.items():
+        try:
+            out[name] = [workers[name].measure(p, pipes, opts) for p, pipes in job]
+        except WorkerStartError as e:
+            failed[name] = e
+    return out
 
 
 def calibrate(devices: list[DeviceInfo], workers: dict[str, IsolatedMeasurer], items: Planned,
-              opts: SweepOptions) -> tuple[list[Group], list[Calibration]]:
-    """Group the devices into environments (see the module docstring)."""
+              opts: SweepOptions, failed: dict[str, BaseException]) -> tuple[list[Group], list[Calibration]]:
+    """Group the devices into environments (see the module docstring); a device whose worker cannot start
+    is left out, into `failed` (an error if none is left)."""
     by_model: dict[str, list[DeviceInfo]] = {}
     for d in devices:
         by_model.setdefault(d.name, []).append(d)
     cal = calibration_set(items)
     multi = [d for ds in by_model.values() if len(ds) > 1 for d in ds]
-    rows = _measure_each(workers, {label(d): cal for d in multi}, opts) if cal and multi else {}
+    rows = _measure_each(workers, {label(d): cal for d in multi}, opts, failed) if cal and multi else {}
+    by_model = {m: kept for m, ds in by_model.items() if (kept := [d for d in ds if label(d) not in failed])}
+    if not by_model:
+        raise next(iter(failed.values()))
     groups, verdicts = [], []
     for name, ds in by_model.items():
         ref, shared = ds[0], [ds[0]]
@@ -170,8 +183,10 @@ def sweep_devices(problems: list[AttentionProblem], devices: list[DeviceInfo], s
     planned = plan(problems, devices[0], registry, opts.all_tactics)
     workers = {label(d): IsolatedMeasurer(d, mode, opts.candidate_timeout_s) for d in devices}
     report = SweepReport(env_id=0)
+    failed: dict[str, BaseException] = {}
     try:
-        groups, verdicts = calibrate(devices, workers, planned, opts)
+        groups, verdicts = calibrate(devices, workers, planned, opts, failed)
+        report.notes += [f"{name} stopped: {type(e).__name__}: {e}" for name, e in failed.items()]
         report.notes += [c.note() for c in verdicts]
         for g in groups:
             g.env_id = store.environment(g.device, mode)
@@ -199,7 +214,7 @@ def sweep_devices(problems: list[AttentionProblem], devices: list[DeviceInfo], s
 
 def _run_queues(groups, workers, store, opts, registry, planned, report, on_problem) -> None:
     results: queue.Queue = queue.Queue()
-    lock = threading.Lock()
+    cond = threading.Condition()
     stop = threading.Event()
     all_pipes = {p: pipes for p, pipes in planned}
 
@@ -207,39 +222,59 @@ def _run_queues(groups, workers, store, opts, registry, planned, report, on_prob
         return stop.is_set() or (opts.deadline is not None and time.time() > opts.deadline) or bool(
             opts.should_stop and opts.should_stop())
 
+    def take(g: Group):
+        """g's next problem; None once its queue is empty and no device of g holds one that may come back."""
+        with cond:
+            while not g.queue and g.in_flight and not stopping():
+                cond.wait(1.0)
+            if not g.queue or stopping():
+                return None
+            g.in_flight += 1
+            return g.queue.popleft()
+
+    def release(g: Group, taken, again: bool) -> None:
+        with cond:
+            if again:
+                g.queue.appendleft(taken)
+            g.in_flight -= 1
+            cond.notify_all()
+
     def work(g: Group, d: DeviceInfo):
         name, taken = label(d), None
         try:
-            while not stopping():
-                with lock:
-                    if not g.queue:
-                        break
-                    taken = g.queue.popleft()
-                clock = Counter()
-                rows = workers[name].measure(*taken, opts, clock)
-                results.put(("rows", g, name, taken[0], rows, clock))
-                taken = None
+            while (taken := take(g)) is not None:
+                try:
+                    clock = Counter()
+                    rows = workers[name].measure(*taken, opts, clock)
+                except BaseException as e:
+                    # a worker that never started measured nothing of it: another device of the group may
+                    release(g, taken, isinstance(e, WorkerStartError))
+                    raise
+                results.put(("rows", g, name, (taken[0], rows, clock)))
+                release(g, taken, False)
         except BaseException as e:  # noqa: BLE001 (the parent reports it; the other devices go on)
-            if taken is not None:   # nothing of it was recorded: another device of the group may take it
-                with lock:
-                    g.queue.appendleft(taken)
-            results.put(("error", g, name, e, None, None))
+            lost = None if isinstance(e, WorkerStartError) else taken      # given back, or not measured
+            results.put(("error", g, name, (e, lost)))
         finally:
-            results.put(("done", g, name, None, None, None))
+            results.put(("done", g, name, None))
 
     threads = [threading.Thread(target=work, args=(g, d), daemon=True) for g in groups for d in g.members]
     for t in threads:
         t.start()
-    running, failures = len(threads), []
+    running, failed, lost = len(threads), {}, []
     try:
         while running:
-            kind, g, name, p, rows, clock = results.get()
+            kind, g, name, payload = results.get()
             if kind == "done":
                 running -= 1
             elif kind == "error":
-                report.notes.append(f"{name} stopped: {type(p).__name__}: {p}")
-                failures.append(p)
+                e, taken = payload
+                failed[name] = e
+                report.notes.append(f"{name} stopped: {type(e).__name__}: {e}")
+                if taken is not None:
+                    lost.append(f"{taken[0].describe()} was lost when {name} stopped")
             else:
+                p, rows, clock = payload
                 report.seconds.update(clock)
                 with stage(report.seconds, "store"):
                     winner = record_problem(p, all_pipes[p], rows, store, g.env_id, opts, registry, g.device)
@@ -252,5 +287,8 @@ def _run_queues(groups, workers, store, opts, registry, planned, report, on_prob
         stop.set()                  # finish no new problem; what is recorded stays recorded
         raise
     report.stopped_early = any(g.queue for g in groups)
-    if report.stopped_early and failures:    # problems left that no device of theirs could take: not a time limit
-        raise failures[0]
+    # problems left that no device of theirs could take, or lost: not the time limit
+    left = sum(len(g.queue) for g in groups if g.queue and all(label(d) in failed for d in g.members))
+    if left or lost:
+        why = [f"{left} problem{'s' * (left != 1)} left with no device to measure them"] if left else []
+        report.unfinished = "; ".join(why + lost + [f"{n}: {type(e).__name__}: {e}" for n, e in failed.items()])

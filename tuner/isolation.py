@@ -105,14 +105,17 @@ class IsolatedMeasurer:
         self.ready = False
 
     def _start(self) -> None:
-        parent, child = self.ctx.Pipe()
-        self.proc = self.ctx.Process(target=_worker, args=(child, self.device, self.mode), daemon=True)
-        with _sigint_ignored():
-            self.proc.start()
-        child.close()
-        self.conn = parent
         self.served = 0
         self.ready = False          # until it says so: a death before then is no pipeline's fault
+        try:
+            parent, child = self.ctx.Pipe()
+            self.proc = self.ctx.Process(target=_worker, args=(child, self.device, self.mode), daemon=True)
+            with _sigint_ignored():
+                self.proc.start()
+        except OSError as e:        # no process at all (out of file descriptors or memory): nothing to wait for
+            raise WorkerStartError(f"the measuring worker for {label(self.device)} could not be started: {e}") from e
+        child.close()
+        self.conn = parent
 
     def _kill(self) -> None:
         if self.proc is not None and self.proc.pid is not None:     # pid None: its start was interrupted
@@ -160,10 +163,11 @@ class IsolatedMeasurer:
                 silent = f"was silent for {max(self.timeout, START_S):.0f} s"
                 self._stillborn(outcome[1] if outcome[0] == "died" else silent)
                 continue
-            if outcome[0] in ("error", "unfit") and used:
-                # outside any pipeline (the inputs, most often out of memory), or "does not fit" for all: earlier
-                # problems' leftovers in that worker may be the cause, so the problem gets one fresh worker before
-                # it is marked failed (an H100 lost two small batches so: benchmarks/results/h100-2026-12-05/)
+            if (outcome[0] in ("error", "unfit") or (outcome[0] == "died" and current is None)) and used:
+                # outside any pipeline (the inputs, most often out of memory; or a death before the problem began),
+                # or "does not fit" for all: earlier problems' leftovers in that worker may be the cause, so the
+                # problem gets one fresh worker before it is marked failed (an H100 lost two small batches so:
+                # benchmarks/results/h100-2026-12-05/)
                 self.fresh_retries += 1
                 continue
             if current is None or outcome[0] == "error":
@@ -182,9 +186,9 @@ class IsolatedMeasurer:
     def _run(self, problem, todo, opts, clock: Counter) -> tuple[tuple[str, Any], tuple[str, str] | None]:
         """Give the worker (started if need be) one problem; its result or how it ended, and the stage it was in."""
         current = None
+        if self.proc is None or not self.proc.is_alive():
+            self._start()
         try:
-            if self.proc is None or not self.proc.is_alive():
-                self._start()
             self.conn.send((problem, todo, opts))
         except OSError:                         # a broken pipe: it died at once
             return self._died(), current

@@ -129,6 +129,7 @@ def _run(ray, req, problems, db, opts, shards, on_shard, say) -> SweepReport:
             out = ray.get(ready[0])
         except Exception as e:  # noqa: BLE001 (one lost shard; the others still land)
             report.notes.append(f"shard {i} failed ({type(e).__name__}: {str(e)[:300]}); rerun to measure it")
+            report.unfinished = f"shard {i} of {len(parts)} failed"
             on_shard(finished, len(parts), f"shard {i} failed")
             continue
         _merge(out, db, import_jsonl, report)
@@ -155,3 +156,4 @@ def _merge(out: dict, db, import_jsonl, report: SweepReport) -> None:
         n = len(out["outcomes"])
         report.notes.append(f"a shard on {out['device']} ({out['host']}) stopped after {n} problem{'s' * (n != 1)} "
                             f"({out['error'][:300]}); rerun to measure the rest")
+        report.unfinished = f"a shard on {out['device']} ({out['host']}) stopped: {out['error'][:300]}"

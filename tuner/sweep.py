@@ -38,6 +38,7 @@ class SweepReport:
     seconds: Counter[str] = field(default_factory=Counter)   # wall time per stage (tuner.clock.STAGES)
     notes: list[str] = field(default_factory=list)      # what the user should know (tuner/fleet.py: device groups)
     by_device: Counter[str] = field(default_factory=Counter) # problems measured per device (several devices)
+    unfinished: str | None = None      # why problems were left unmeasured, other than the deadline (a device lost)
 
     @property
     def measured(self) -> int:

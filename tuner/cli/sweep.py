@@ -217,7 +217,8 @@ class MeasuredEta(ProgressColumn):
     problem takes no time, and neither the JIT build nor the first problem's start-up recurs."""
 
     def render(self, task: Task) -> Text:
-        first = task.fields.get("first")
+        # a task that counts no resumed problems (Ray's shards) takes its rate from the start
+        first = task.fields.get("first", None if "resumed" in task.fields else (0.0, 0))
         measured = task.completed - task.fields.get("resumed", 0)
         if not task.total or task.elapsed is None or first is None or measured <= first[1]:
             return Text("eta -:--:--")
@@ -245,7 +246,9 @@ def _print_summary(report) -> None:
                   escape(", ".join(f"{k} ({v})" for k, v in g["winners"].items())))
     out.print(t)
     resumed = sum(o.resumed for o in report.outcomes)
-    if report.stopped_early:
+    if report.unfinished:
+        out.print(f"[red]unfinished: {escape(report.unfinished)}; rerun the same command to resume[/]", soft_wrap=True)
+    elif report.stopped_early:
         out.print("[yellow]stopped at --max-minutes; rerun the same command to resume[/]")
     out.print(f"{len(report.outcomes)} problems, {report.measured} pipelines measured "
               f"({report.count('ok')} ok, {report.count('inaccurate')} inaccurate, {report.count('failed')} failed, "
@@ -262,5 +265,7 @@ def _print_summary(report) -> None:
     if report.seconds:
         from ..clock import stage_line
         out.print(stage_line(report.seconds), soft_wrap=True)
+    if report.unfinished:
+        raise typer.Exit(2)
 
 
