@@ -17,6 +17,7 @@ from dispatcher.device import DeviceInfo
 from dispatcher.dispatch import default_timing_mode
 from dispatcher.problem import AttentionProblem
 from dispatcher.table import problem_of
+from tuner.clock import time_left
 
 from .admission import too_big
 
@@ -55,10 +56,9 @@ class Job:
 
     def public(self) -> dict[str, Any]:
         total = len(self.problems)
-        eta = None
-        measured, first = self.done - self.resumed, self.first
-        if self.state == "running" and first is not None and measured > first[1]:
-            eta = (time.time() - first[0]) / (measured - first[1]) * (total - self.done)
+        eta, first = None, self.first
+        if self.state == "running" and first is not None:
+            eta = time_left(time.time() - first[0], self.done - self.resumed - first[1], total - self.done)
         return {"id": self.id, "kind": self.kind, "state": self.state, "total": total, "done": self.done,
                 "progress": self.done / total if total else 1.0, "eta_s": eta, "measured": self.measured,
                 "counts": self.counts, "error": self.error, "created_at": self.created_at,

@@ -117,3 +117,18 @@ def test_a_device_or_database_that_is_not_there_is_named(tmp_path):
     with pytest.raises(ValueError, match=r"none\.db does not exist, so device 'NVIDIA H200' has no measurements"):
         load(tmp_path / "none.db", "NVIDIA H200")
     assert load(tmp_path / "none.db", "cpu").choose(small()).source == "rule"     # a local device needs no db
+
+
+def test_an_export_holding_an_inaccurate_row_imports(swept_db, tmp_path):
+    # a sweep stores "inaccurate" rows (over the accuracy budget); import refused its own export of one
+    src, _ = swept_db
+    f = tmp_path / "m.jsonl"
+    export_jsonl(src, f)
+    items = lines_of(f)
+    ok = next(i for i, item in enumerate(items) if item["measurement"]["status"] == "ok")
+    items[ok]["measurement"]["status"] = "inaccurate"
+    write_lines(f, items)
+    dst = tmp_path / "dst.db"
+    import_jsonl(dst, f)
+    with sqlite3.connect(dst) as c:
+        assert c.execute("select count(*) from measurements where status = 'inaccurate'").fetchone()[0] == 1

@@ -37,3 +37,9 @@ def stage(clock: Counter[str] | None, name: str) -> Iterator[None]:
     finally:
         if clock is not None:
             clock[name] += time.perf_counter() - t
+
+
+def time_left(since_first_s: float, measured_since_first: int, problems_left: float) -> float | None:
+    """Seconds left at the rate of the problems measured after the first one this run measured (a resumed
+    problem takes no time, and the JIT build and the first problem's start-up do not recur); None before then."""
+    return since_first_s / measured_since_first * problems_left if measured_since_first > 0 else None

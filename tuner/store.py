@@ -29,7 +29,14 @@ from dispatcher.schema import (
 from dispatcher.store import check_version, default_path
 from dispatcher.table import Ranking, problem_of
 
+STATUSES = ("ok", "inaccurate", "failed", "unsupported")     # a measurement's status (tuner/measure.py)
 RETRIED = ("failed", "inaccurate")     # what --retry-failed measures again
+
+
+def kept(statuses: dict[str, str], retry_failed: bool) -> set[str]:
+    """The stored pipelines a rerun does not measure again (inaccurate too: a rerun with another --max-relerr,
+    or a fixed kernel, must be able to check them again)."""
+    return {pid for pid, status in statuses.items() if not retry_failed or status not in RETRIED}
 
 
 def now() -> str:
@@ -147,9 +154,7 @@ class Store:
 
     # -- measurements ----------------------------------------------------------------
     def measured_pipelines(self, env_id: int, problem: AttentionProblem, retry_failed: bool = False) -> set[str]:
-        # inaccurate too: a rerun with another --max-relerr (or a fixed kernel) must be able to check them again
-        return {pid for pid, status in self.statuses(env_id, problem).items()
-                if not retry_failed or status not in RETRIED}
+        return kept(self.statuses(env_id, problem), retry_failed)
 
     def statuses(self, env_id: int, problem: AttentionProblem) -> dict[str, str]:
         """Each stored pipeline's status for this problem."""

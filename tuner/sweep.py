@@ -17,7 +17,7 @@ from .clock import stage
 from .measure import INPUTS, Row, measure_problem, record_problem
 from .options import SweepOptions
 from .search.tactics import canonical, space_size, tune
-from .store import RETRIED, Store, timings
+from .store import RETRIED, Store, kept, timings
 from .timing import Timer
 
 
@@ -134,7 +134,7 @@ def isolated(device: DeviceInfo, mode: str, opts: SweepOptions) -> Measurer:
 def sweep_one(ctx: SweepContext, p: AttentionProblem, pipes: list[Pipeline]) -> None:
     """One problem: what is not yet measured, a tactic search where asked, then the store."""
     stored = ctx.store.statuses(ctx.env_id, p)
-    done = {pid for pid, status in stored.items() if not ctx.opts.retry_failed or status not in RETRIED}
+    done = kept(stored, ctx.opts.retry_failed)
     todo = [pp for pp in pipes if pp.id not in done]
     search = ([pp for pp in tunable(pipes, ctx.registry, ctx.device) if not ctx.store.tuned(ctx.env_id, p, pp.id)]
               if ctx.opts.tactics == "optuna" else [])

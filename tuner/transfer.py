@@ -17,14 +17,13 @@ from dispatcher.rules import DEFAULT_RULE, rule_pick
 from dispatcher.schema import MEASUREMENTS
 from dispatcher.table import problem_of, rank
 
-from .store import Store, balance_key, timings
+from .store import STATUSES, Store, balance_key, timings
 
 IMPORTED = {k: v for k, v in MEASUREMENTS.items() if k not in ("id", "env_id")}     # the store's own ids stay
 # the row's identity and the problem's fields that have no default
 REQUIRED = ("problem_key", "pipeline", "status", "kernel", "kernel_q_dtype", "kernel_out_dtype") + tuple(
     f.name for f in dataclasses.fields(AttentionProblem)
     if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
-STATUSES = ("ok", "failed", "unsupported")
 ENV_FIELDS = ("device_name", "device_kind", "compute_capability", "sm_count", "memory_bytes", "driver",
               "cuda", "torch", "flashinfer", "python", "timing_mode")
 

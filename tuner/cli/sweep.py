@@ -20,6 +20,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from .. import library
+from ..clock import time_left
 from ..options import SweepOptions
 from ..problem_files import read_problems
 from ..timing.base import MODES
@@ -186,7 +187,7 @@ def _ray_sweep(req, problems, db, opts, address: str, shards: int | None) -> Non
     Store(db).close()
     probs = read_problems(problems) if problems else None
     with _bar() as bar:
-        task = bar.add_task("shards", total=None, now="")
+        task = bar.add_task("shards", total=None, now="", first=(0.0, 0))    # no resumed shards: from the start
 
         def tick(done, total, what):
             bar.update(task, total=total, completed=done, now=escape(what))
@@ -213,16 +214,16 @@ def _advance(bar: Progress, task: TaskID, o, **fields) -> None:
 
 
 class MeasuredEta(ProgressColumn):
-    """Time left at the rate of the problems measured since the first one this run measured: a resumed
-    problem takes no time, and neither the JIT build nor the first problem's start-up recurs."""
+    """Time left (tuner.clock.time_left) from the task's `first` (elapsed, measured) and `resumed` fields."""
 
     def render(self, task: Task) -> Text:
-        # a task that counts no resumed problems (Ray's shards) takes its rate from the start
-        first = task.fields.get("first", None if "resumed" in task.fields else (0.0, 0))
+        first = task.fields.get("first")
         measured = task.completed - task.fields.get("resumed", 0)
-        if not task.total or task.elapsed is None or first is None or measured <= first[1]:
+        secs = (time_left(task.elapsed - first[0], measured - first[1], max(0.0, task.total - task.completed))
+                if task.total and task.elapsed is not None and first is not None else None)
+        if secs is None:
             return Text("eta -:--:--")
-        left = int((task.elapsed - first[0]) / (measured - first[1]) * max(0.0, task.total - task.completed))
+        left = int(secs)
         return Text(f"eta {left // 3600}:{left // 60 % 60:02d}:{left % 60:02d}")
 
 
