@@ -30,7 +30,8 @@ MAX_QUEUED = 4
 JOBS_KEPT = 256                             # jobs listed by GET /v1/sweeps; the oldest finished go first
 TUNE_MISSES = ("off", "writers", "anyone")   # who may make the daemon measure a miss (api/main.py)
 MISSES_LOOKED_AT = 256                      # most frequent misses read to find misses_per_job admissible ones
-MISSES_BACKOFF_S = 600.0                    # after a misses job failed (a worker that cannot start, say)
+MISSES_BACKOFF_S = 600.0                    # after a misses job failed (a worker that cannot start, say),
+MISSES_BACKOFF_MAX_S = 6 * 3600.0           # doubled after each further failure in a row, up to this
 
 
 class QueueFull(Exception):
@@ -76,6 +77,8 @@ class JobManager:
         self._lock = threading.Lock()
         self.tune_misses, self.idle_s, self.misses_per_job = tune_misses, idle_s, misses_per_job
         self.misses_after = 0.0         # no miss tuning before this time (see MISSES_BACKOFF_S)
+        self.misses_failed = 0          # misses jobs failed in a row; a job that finishes clears it
+        self.misses_error: str | None = None
         self._worker = threading.Thread(target=self._run, name="switchyard-jobs", daemon=True)
         self._worker.start()
 
@@ -106,6 +109,13 @@ class JobManager:
         if job.state == "queued":
             job.state, job.finished_at = "cancelled", time.time()
         return job
+
+    def miss_tuning(self) -> dict[str, Any] | None:
+        """Why and how long miss tuning is paused (None: it is not), for /healthz."""
+        left = self.misses_after - time.time()
+        if not self.tune_misses or left <= 0:
+            return None
+        return {"paused_for_s": round(left), "failed_in_a_row": self.misses_failed, "last_error": self.misses_error}
 
     def busy(self) -> bool:
         return self._running is not None or self.queued() > 0
@@ -153,12 +163,16 @@ class JobManager:
                          SweepOptions(should_stop=job.cancel.is_set, isolate=True), on_problem=tick, say=lambda m: None)
             # cancelled only if it stopped short: a cancel that came as the last problem finished is "done"
             job.state = "done" if job.done >= len(job.problems) else "cancelled"
+            if job.state == "done":             # the worker starts again: miss tuning need not wait
+                self.misses_after, self.misses_failed, self.misses_error = 0.0, 0, None
             if job.kind == "misses" and job.state == "done":
                 self._forget_misses(job.problems)
         except Exception as e:  # noqa: BLE001 (a failed job is reported, the daemon goes on)
             job.state, job.error = "failed", f"{type(e).__name__}: {e}"
             if job.kind == "misses":        # the same misses would fail again at once, every idle_s, for ever
-                self.misses_after = time.time() + MISSES_BACKOFF_S
+                pause = min(MISSES_BACKOFF_S * 2 ** self.misses_failed, MISSES_BACKOFF_MAX_S)
+                self.misses_after, self.misses_error = time.time() + pause, job.error
+                self.misses_failed += 1
                 if not isinstance(e, WorkerStartError):      # these problems fail: tune the next misses instead
                     with contextlib.suppress(StoreError, sqlite3.DatabaseError):
                         self._forget_misses(job.problems)

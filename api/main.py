@@ -89,6 +89,9 @@ def create_app(db: str | Path | None = None, device: str | None = None, token_fi
         body = {"status": "ok" if why is None else "degraded", "db": default_path(db).name}
         if why is not None:
             body["reason"] = why
+        paused = app.state.jobs.miss_tuning()
+        if paused is not None:
+            body["miss_tuning"] = paused
         return JSONResponse(status_code=200 if why is None else 503, content=body)
 
     @app.get("/metrics", response_class=PlainTextResponse, tags=["health"])

@@ -76,7 +76,7 @@ def test_two_workers_sweep_into_one_store_and_resume(tmp_path):
     env = _sleeper_env(tmp_path)
     r = _sweep(["--devices", "cpu,cpu"], env, db, probs)
     assert r.returncode == 0, r.stderr[-2000:]
-    assert "cpu#0" in r.stderr and "cpu#1" in r.stderr           # a progress bar per device
+    assert re.search(r"cpu#0 .* \d+\.\d s each", r.stderr) and "cpu#1" in r.stderr   # a bar per device, its pace
     assert re.search(r"cpu#1: 0\.9\d+x|cpu#1: 1\.0\d+x", r.stdout) and "shares its environment" in r.stdout, r.stdout
     c = sqlite3.connect(db)
     assert [n for (n,) in c.execute("select device_name from environments")] == [c.execute(
@@ -99,6 +99,7 @@ def test_a_slower_device_is_kept_apart_and_the_report_says_so(tmp_path):
     c = sqlite3.connect(db)
     names = {n for (n,) in c.execute("select device_name from environments")}
     assert any(n.endswith("[cpu#1]") for n in names) and len(names) == 2
+    assert re.search(r"total\s.*\b4/4\b", r.stderr), r.stderr      # both environments' problems (it said 4/2)
     # each environment holds every problem: the kept-apart device swept the list on its own
     assert c.execute("select count(*) from winners").fetchone()[0] == 4
     # its rows hold its own times: 24 ms of sleep against 12 per problem (a busy CI core adds the same

@@ -72,6 +72,9 @@ def test_serve_new_db_starts_an_empty_database_that_sweeps_fill(tmp_path):
         assert state["state"] == "done", state
     with sqlite3.connect(new) as c:
         assert c.execute("select count(*) from winners").fetchone()[0] == 1
+    # no token, but misses are tuned: they fill it (this was refused as "nothing else would ever fill" it)
+    with serve(tmp_path / "misses.db", "--new-db", "--tune-misses-without-token") as url:
+        assert httpx.get(f"{url}/healthz").json() == {"status": "ok", "db": "misses.db"}
 
 
 def test_serve_without_db_uses_the_default_path_and_switchyard_db(db, tmp_path):
@@ -101,7 +104,8 @@ def test_serve_refuses_bad_databases_and_settings_in_one_line(db, tmp_path):
     token.write_text(TOKEN)
     # a token used to make a mistyped --db a new, empty database, served as if nothing were wrong
     one_line_error(tuner("serve", "--db", str(tmp_path / "typo.db"), "--token-file", str(token)), "pass --new-db")
-    one_line_error(tuner("serve", "--db", str(tmp_path / "typo.db"), "--new-db"), "--new-db needs writes enabled")
+    one_line_error(tuner("serve", "--db", str(tmp_path / "typo.db"), "--new-db"),
+                   "--new-db needs something to fill the new database: writes enabled")
     assert not (tmp_path / "typo.db").exists()
     one_line_error(tuner("serve", "--db", str(db), "--log-level", "loud"), "--log-level 'loud' is not one of")
 

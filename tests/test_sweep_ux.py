@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -148,7 +149,6 @@ def test_plots_without_matplotlib_say_what_to_install(tmp_path):
 
 
 def test_the_eta_after_a_resume_follows_the_problems_measured_now():
-    from types import SimpleNamespace
 
     from rich.progress import Progress
 
@@ -190,6 +190,44 @@ def test_a_failing_misses_job_is_not_queued_again_at_once(swept_db, tmp_path, mo
         time.sleep(1.5)                      # 15 idle periods: it used to queue the same misses again each time
         (job,) = c.get("/v1/sweeps").json()["sweeps"]
         assert job["kind"] == "misses" and job["state"] == "failed" and "before it was ready" in job["error"]
+        health = c.get("/healthz")                  # an operator sees why nothing is tuned, and for how long
+        paused = health.json()["miss_tuning"]
+        assert health.status_code == 200 and 590 < paused["paused_for_s"] <= 600
+        assert paused["failed_in_a_row"] == 1 and "before it was ready" in paused["last_error"]
+
+
+def test_miss_tuning_backs_off_longer_each_failure_until_a_job_finishes(swept_db, monkeypatch):
+    import api.jobs
+    import tuner.library
+    from api.jobs import MISSES_BACKOFF_MAX_S, JobManager
+    from dispatcher.device import describe
+    from tuner.isolation import WorkerStartError
+
+    works = [False]
+
+    def run(*a, on_problem, **k):
+        if not works[0]:
+            raise WorkerStartError("the measuring worker for cpu#0 exited with code 1 before it was ready, 2 times")
+        on_problem(SimpleNamespace(resumed=False, rows=[]))
+    monkeypatch.setattr(tuner.library, "run_problems", run)
+    jobs = JobManager(swept_db[0], describe("cpu"), tune_misses=True, idle_s=0.05)
+
+    def finish(kind):
+        job = jobs.submit(kind, [small()])
+        end = time.time() + 10
+        while job.finished_at is None and time.time() < end:
+            time.sleep(0.02)
+        return jobs.miss_tuning()
+    try:
+        pauses = [finish("misses")["paused_for_s"] for _ in range(3)]
+        assert [round(p / 600) for p in pauses] == [1, 2, 4]       # 10, 20, 40 minutes
+        monkeypatch.setattr(api.jobs, "MISSES_BACKOFF_S", MISSES_BACKOFF_MAX_S)
+        assert round(finish("misses")["paused_for_s"]) == MISSES_BACKOFF_MAX_S      # never longer than the cap
+        works[0] = True
+        assert finish("problems") is None           # a job that finishes: the worker starts, tuning resumes
+        assert jobs.misses_failed == 0 and jobs.misses_after == 0.0
+    finally:
+        jobs.stop()
 
 
 def _cannot_start(index):

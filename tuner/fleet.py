@@ -174,8 +174,10 @@ def calibrate(devices: list[DeviceInfo], workers: dict[str, IsolatedMeasurer], i
 def sweep_devices(problems: list[AttentionProblem], devices: list[DeviceInfo], store: Store, mode: str,
                   opts: SweepOptions, registry,
                   on_problem: Callable[[ProblemOutcome, str | None], None] | None = None,
-                  say: Callable[[str], None] = print) -> SweepReport:
+                  say: Callable[[str], None] = print,
+                  on_plan: Callable[[int], None] | None = None) -> SweepReport:
     """Sweep `problems` over `devices` into `store`; the report's notes say how devices were grouped.
+    on_plan(outcomes to come) once the devices are grouped: each environment sweeps every problem;
     on_problem(outcome, device label) after each problem; a resumed one (measured before) has no device."""
     if opts.tactics == "optuna":
         raise ValueError("--devices sweeps the grid of tactics (--tactics grid or default); "
@@ -188,6 +190,8 @@ def sweep_devices(problems: list[AttentionProblem], devices: list[DeviceInfo], s
         groups, verdicts = calibrate(devices, workers, planned, opts, failed)
         report.notes += [f"{name} stopped: {type(e).__name__}: {e}" for name, e in failed.items()]
         report.notes += [c.note() for c in verdicts]
+        if on_plan:
+            on_plan(len(groups) * len(planned))
         for g in groups:
             g.env_id = store.environment(g.device, mode)
             todo = []

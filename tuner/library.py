@@ -130,7 +130,7 @@ def run_problems(probs: list[AttentionProblem], dev: DeviceInfo, db, mode: str, 
 
 
 def run_on_devices(probs: list[AttentionProblem], devices: list[DeviceInfo], db, mode: str,
-                   opts: SweepOptions = SweepOptions(), on_problem=None, say=print) -> SweepReport:
+                   opts: SweepOptions = SweepOptions(), on_problem=None, say=print, on_plan=None) -> SweepReport:
     """`tuner sweep --devices`: JIT prebuild once (the modules are shared), then tuner/fleet.py."""
     from .fleet import sweep_devices
     if devices[0].kind == "cpu" and mode != "wall":
@@ -139,7 +139,7 @@ def run_on_devices(probs: list[AttentionProblem], devices: list[DeviceInfo], db,
     try:
         registry = load_registry()
         jit_s = prebuild_for(probs, devices[0], registry, opts, say)
-        report = sweep_devices(probs, devices, store, mode, opts, registry, on_problem, say)
+        report = sweep_devices(probs, devices, store, mode, opts, registry, on_problem, say, on_plan)
         if jit_s:
             report.seconds["jit"] += jit_s
         return report

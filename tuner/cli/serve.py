@@ -58,11 +58,12 @@ def serve(host: Annotated[str, typer.Option(help="bind address (loopback by defa
             raise ValueError(f"{default_path(db)}: no such database; point --db (or $SWITCHYARD_DB) at a "
                              "heuristics.db, run `tuner sweep` to make one, or pass --new-db (with a token) to "
                              "serve an empty one that POST /v1/sweeps fills")
-        if not token:
-            raise ValueError("--new-db needs writes enabled (SWITCHYARD_TOKEN or --token-file): nothing else would "
-                             "ever fill the new database")
+        if not token and policy != "anyone":
+            raise ValueError("--new-db needs something to fill the new database: writes enabled (SWITCHYARD_TOKEN or "
+                             "--token-file) for POST /v1/sweeps, or --tune-misses-without-token to measure its misses")
         Store(db).close()
-        err.print(f"{default_path(db)}: a new, empty database (POST /v1/sweeps fills it)", highlight=False)
+        fills = " and ".join(["POST /v1/sweeps"] * bool(token) + ["tuning misses"] * (policy != "off"))
+        err.print(f"{default_path(db)}: a new, empty database ({fills} fills it)", highlight=False)
     conn = open_readonly(db)                # garbage, another program's file, a directory: one line here
     if conn is not None:
         conn.close()

@@ -157,7 +157,7 @@ def sweep(
 
 
 def _devices_sweep(req, problems, db, opts, spec: str) -> None:
-    """tuner sweep --devices: a bar per device and one for the total."""
+    """tuner sweep --devices: a bar per device and one for the total (the ETA: the devices share a queue)."""
     from dispatcher.dispatch import default_timing_mode
 
     from ..fleet import parse_devices
@@ -169,13 +169,14 @@ def _devices_sweep(req, problems, db, opts, spec: str) -> None:
     Store(db).close()
     with _bar() as bar:
         total = bar.add_task("total", total=len(probs), now="", resumed=0)
-        per = {label(d): bar.add_task(label(d), total=None, now="") for d in devs}
+        per = {label(d): bar.add_task(label(d), total=None, now="", each=True) for d in devs}
 
         def tick(o, name):
             _advance(bar, total, o)
             if name is not None:             # None: measured before, resumed
                 bar.update(per[name], advance=1, now=_outcome_line(o))
-        report = library.run_on_devices(probs, devs, db, mode, opts, tick, lambda m: bar.console.print(escape(m)))
+        report = library.run_on_devices(probs, devs, db, mode, opts, tick, lambda m: bar.console.print(escape(m)),
+                                        on_plan=lambda n: bar.update(total, total=n))   # every environment: all
         bar.update(total, completed=len(report.outcomes))
     _print_summary(report)
 
@@ -214,9 +215,12 @@ def _advance(bar: Progress, task: TaskID, o, **fields) -> None:
 
 
 class MeasuredEta(ProgressColumn):
-    """Time left (tuner.clock.time_left) from the task's `first` (elapsed, measured) and `resumed` fields."""
+    """Time left (tuner.clock.time_left) from the task's `first` (elapsed, measured) and `resumed` fields;
+    for a task with `each` (a device of --devices), the seconds per problem instead."""
 
     def render(self, task: Task) -> Text:
+        if task.fields.get("each"):         # a device's share of a shared queue has no end of its own: its pace
+            return Text(f"{task.elapsed / task.completed:5.1f} s each" if task.completed and task.elapsed else "")
         first = task.fields.get("first")
         measured = task.completed - task.fields.get("resumed", 0)
         secs = (time_left(task.elapsed - first[0], measured - first[1], max(0.0, task.total - task.completed))
