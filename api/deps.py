@@ -55,7 +55,7 @@ class Dispatchers:
             dev = device_of(self.db, spec)                  # ValueError for a device nobody has
             key = (dev.name, dev.index, default_timing_mode(dev))
             if key not in self._by_device:
-                d = load(self.db, spec)
+                d = load(self.db, spec, missing_ok=True)    # moved away while serving: /healthz says so
                 self._live.append(keep_fresh(d, self.refresh_s))   # hot reload + miss flush
                 self._by_device[key] = d
             if len(self._spellings) >= SPELLINGS_KEPT:

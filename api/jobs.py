@@ -34,6 +34,18 @@ MISSES_BACKOFF_S = 600.0                    # after a misses job failed (a worke
 MISSES_BACKOFF_MAX_S = 6 * 3600.0           # doubled after each further failure in a row, up to this
 
 
+@dataclass(frozen=True)
+class MissPause:
+    """Miss tuning paused after misses jobs failed: replaced whole, so a reader never sees half of one."""
+    until: float = 0.0
+    failed_in_a_row: int = 0
+    last_error: str | None = None
+
+    def after_failure(self, error: str, now: float) -> MissPause:
+        pause = min(MISSES_BACKOFF_S * 2.0 ** min(self.failed_in_a_row, 32), MISSES_BACKOFF_MAX_S)
+        return MissPause(now + pause, self.failed_in_a_row + 1, error)
+
+
 class QueueFull(Exception):
     pass
 
@@ -76,9 +88,7 @@ class JobManager:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self.tune_misses, self.idle_s, self.misses_per_job = tune_misses, idle_s, misses_per_job
-        self.misses_after = 0.0         # no miss tuning before this time (see MISSES_BACKOFF_S)
-        self.misses_failed = 0          # misses jobs failed in a row; a job that finishes clears it
-        self.misses_error: str | None = None
+        self.miss_pause = MissPause()   # no miss tuning before its `until`; a job that measures clears it
         self._worker = threading.Thread(target=self._run, name="switchyard-jobs", daemon=True)
         self._worker.start()
 
@@ -112,10 +122,11 @@ class JobManager:
 
     def miss_tuning(self) -> dict[str, Any] | None:
         """Why and how long miss tuning is paused (None: it is not), for /healthz."""
-        left = self.misses_after - time.time()
+        pause = self.miss_pause
+        left = pause.until - time.time()
         if not self.tune_misses or left <= 0:
             return None
-        return {"paused_for_s": round(left), "failed_in_a_row": self.misses_failed, "last_error": self.misses_error}
+        return {"paused_for_s": round(left), "failed_in_a_row": pause.failed_in_a_row, "last_error": pause.last_error}
 
     def busy(self) -> bool:
         return self._running is not None or self.queued() > 0
@@ -130,7 +141,7 @@ class JobManager:
             try:
                 job = self._queue.get(timeout=self.idle_s)
             except queue.Empty:
-                if self.tune_misses and time.time() >= self.misses_after:
+                if self.tune_misses and time.time() >= self.miss_pause.until:
                     try:
                         self._queue_misses()
                     except (StoreError, sqlite3.DatabaseError):
@@ -163,16 +174,15 @@ class JobManager:
                          SweepOptions(should_stop=job.cancel.is_set, isolate=True), on_problem=tick, say=lambda m: None)
             # cancelled only if it stopped short: a cancel that came as the last problem finished is "done"
             job.state = "done" if job.done >= len(job.problems) else "cancelled"
-            if job.state == "done":             # the worker starts again: miss tuning need not wait
-                self.misses_after, self.misses_failed, self.misses_error = 0.0, 0, None
+            if job.first is not None:           # it measured: the worker starts, miss tuning need not wait
+                self.miss_pause = MissPause()
             if job.kind == "misses" and job.state == "done":
-                self._forget_misses(job.problems)
+                with contextlib.suppress(StoreError, sqlite3.DatabaseError):   # counted again later, at worst
+                    self._forget_misses(job.problems)
         except Exception as e:  # noqa: BLE001 (a failed job is reported, the daemon goes on)
             job.state, job.error = "failed", f"{type(e).__name__}: {e}"
             if job.kind == "misses":        # the same misses would fail again at once, every idle_s, for ever
-                pause = min(MISSES_BACKOFF_S * 2 ** self.misses_failed, MISSES_BACKOFF_MAX_S)
-                self.misses_after, self.misses_error = time.time() + pause, job.error
-                self.misses_failed += 1
+                self.miss_pause = self.miss_pause.after_failure(job.error, time.time())
                 if not isinstance(e, WorkerStartError):      # these problems fail: tune the next misses instead
                     with contextlib.suppress(StoreError, sqlite3.DatabaseError):
                         self._forget_misses(job.problems)

@@ -5,6 +5,7 @@ import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -86,12 +87,13 @@ def create_app(db: str | Path | None = None, device: str | None = None, token_fi
         if why is None and getattr(app.state, "db_at_start", False) and not default_path(db).exists():
             why = (f"{default_path(db).name} is gone (moved or deleted while serving); decisions are the built-in "
                    "rule's until it is back")
-        body = {"status": "ok" if why is None else "degraded", "db": default_path(db).name}
+        body: dict[str, Any] = {"status": "ok" if why is None else "degraded", "db": default_path(db).name}
         if why is not None:
             body["reason"] = why
         paused = app.state.jobs.miss_tuning()
         if paused is not None:
-            body["miss_tuning"] = paused
+            error = paused["last_error"] or ""
+            body["miss_tuning"] = {**paused, "last_error": error.replace(str(default_path(db)), default_path(db).name)}
         return JSONResponse(status_code=200 if why is None else 503, content=body)
 
     @app.get("/metrics", response_class=PlainTextResponse, tags=["health"])

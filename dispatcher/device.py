@@ -59,7 +59,7 @@ def describe(device: str | None = "auto") -> DeviceInfo:
     if spec == "cpu":
         return DeviceInfo(name=cpu_name(), kind="cpu", versions=_versions())
     if not torch.cuda.is_available():
-        raise ValueError(f"device {device!r} asked for, but this host has no CUDA device; use --device cpu")
+        raise ValueError(f"device {device!r} asked for, but this host has no CUDA device; ask for cpu (or auto)")
     index = int(spec.split(":", 1)[1]) if ":" in spec else 0
     if index >= torch.cuda.device_count():
         raise ValueError(f"device {device!r} does not exist; this host has {torch.cuda.device_count()} CUDA device(s)")

@@ -13,6 +13,7 @@ from .predictor import Predictor, PredictorConfig
 from .problem import AttentionProblem
 from .registry import KernelSpec, ineligible_kernels, load_registry, tactic_reasons
 from .rules import DEFAULT_RULE, RULES, rule_pick
+from .schema import StoreError
 from .table import KEEP_RULE_SPREADS, Ranking, Table, rank
 
 CACHE_LIMIT = 65536   # distinct buckets remembered; bounded so hostile traffic cannot grow memory
@@ -39,6 +40,7 @@ class Dispatcher:
         self._refused: dict[tuple[Any, ...], tuple[Decision, AttentionProblem]] = {}   # (cell, refused pipelines)
         self.misses: dict[AttentionProblem, int] = {}          # cells answered without a measurement
         self.db: Path | None = None                        # set by load(); used by refresh and flush
+        self.elsewhere: tuple[str, ...] = ()               # set by load(): the db's other devices, where none is this
 
     def choose(self, problem: AttentionProblem) -> Decision:
         """The decision for a problem: a dict lookup once asked before, two once its cell has been
@@ -147,6 +149,10 @@ class Dispatcher:
                    f"rule {self.rule} picks {pick.id}")
         elif self.db is not None and not self.db.exists():
             why = f"no database {self.db.name!r} (see --db / $SWITCHYARD_DB); rule {self.rule} picks {pick.id}"
+        elif not self.table and self.elsewhere:         # the likelier mistake: the host asked, another GPU's db
+            why = (f"{self.db.name if self.db else 'the database'} holds no measurements of {self.device.name}, "
+                   f"only of {', '.join(self.elsewhere)} (name that device: --device / device=); rule {self.rule} "
+                   f"picks {pick.id}")
         else:
             why = f"no measurement of this shape family on {self.device.name}; rule {self.rule} picks {pick.id}"
         if rule_notes:
@@ -203,6 +209,9 @@ def resolve_device(device: str | None, envs: list[dict[str, Any]]) -> DeviceInfo
     if is_local(spec):
         return describe(spec)
     rows = [e for e in envs if e["device_name"] == spec]
+    if not rows:                          # "nvidia  h200" is NVIDIA H200: as recorded, in any case and spacing
+        folded = " ".join(spec.split()).casefold()
+        rows = [e for e in envs if " ".join(str(e["device_name"]).split()).casefold() == folded]
     if not rows:
         names = sorted({e["device_name"] for e in envs})
         raise ValueError(f"device {spec!r} is not in the database; it holds: "
@@ -210,7 +219,7 @@ def resolve_device(device: str | None, envs: list[dict[str, Any]]) -> DeviceInfo
     cc = rows[-1]["compute_capability"]
     major, _, minor = (cc or "").partition(".")
     cc_t = (int(major), int(minor or 0)) if major else None
-    return named(spec, cc_t, rows[-1]["sm_count"] or 0)
+    return named(rows[-1]["device_name"], cc_t, rows[-1]["sm_count"] or 0)
 
 
 def rule_only(device: str | None = None, *, rule: str = DEFAULT_RULE,
@@ -245,12 +254,20 @@ def device_of(db: store.DbPath, device: str | None) -> DeviceInfo:
 
 def load(db: store.DbPath = None, device: str | None = None, *, rule: str = DEFAULT_RULE,
          timing_mode: str | None = None, max_relerr: float | None = None,
-         registry: dict[str, KernelSpec] | None = None, predictor: PredictorConfig | None = None) -> Dispatcher:
-    """Load the decision table for `device` from the database once (see Dispatcher.choose)."""
+         registry: dict[str, KernelSpec] | None = None, predictor: PredictorConfig | None = None,
+         missing_ok: bool = False) -> Dispatcher:
+    """Load the decision table for `device` from the database once (see Dispatcher.choose). A path that
+    names no file is an error (a mistyped one would quietly decide by rule alone); with `missing_ok`, the
+    rule decides until the file appears (dispatcher.live.keep_fresh then loads it)."""
+    if not missing_ok and not store.default_path(db).exists():
+        raise StoreError(f"{store.default_path(db)}: no such database; give the path of a heuristics.db (`tuner "
+                         "sweep` makes one), or pass missing_ok=True to decide by the built-in rule until it exists")
     dev = device_of(db, device)
     mode = timing_mode or default_timing_mode(dev)
     d = Dispatcher(read_table(db, dev, mode), dev, registry, rule, max_relerr, mode, predictor=predictor)
     d.db = store.default_path(db)          # where it was read from: refresh and miss flushes use it
+    if not d.table:
+        d.elsewhere = tuple(n for n in store.device_names(db) if n != dev.name)
     return d
 
 

@@ -156,8 +156,10 @@ class AttentionProblem:
     def __post_init__(self) -> None:
         def put(k: str, v: object) -> None:           # the dataclass is frozen
             object.__setattr__(self, k, v)
-        if self.phase not in PHASES:
-            raise ProblemError("phase", f"phase {self.phase!r} is not supported; use one of {', '.join(PHASES)}")
+        if self.phase not in PHASES:                  # DECODE is decode, as FP8 is fp8
+            if str(self.phase).strip().lower() not in PHASES:
+                raise ProblemError("phase", f"phase {self.phase!r} is not supported; use one of {', '.join(PHASES)}")
+            put("phase", str(self.phase).strip().lower())
         if self.max_kv_len in (0, None):
             put("max_kv_len", self.kv_len)
         for f in LIMITS:
@@ -223,6 +225,9 @@ class AttentionProblem:
             return 0.0
         lo, hi = self.balance_range()
         if not lo - TOLERANCE <= v <= hi + TOLERANCE:
+            if self.max_kv_len <= self.kv_len:
+                raise ProblemError("kv_balance", f"kv_balance {v:g} is out of range for a uniform batch (max_kv_len "
+                                   f"{self.max_kv_len} = kv_len): its balance is 1; pass 0, or max_kv_len, or seq_lens")
             raise ProblemError("kv_balance", f"kv_balance {v:g} is out of range for batch_size {self.batch_size} x "
                                f"kv_len {self.kv_len} with max_kv_len {self.max_kv_len}; it lies from {lo:.3f} (the "
                                f"longest requests' tokens in as few requests as possible) to {hi:.3f} (one long "

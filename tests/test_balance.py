@@ -25,6 +25,9 @@ def test_a_balance_out_of_range_names_the_field_and_the_range():
                             "it lies from 0.132 (the longest requests' tokens in as few requests as possible) to "
                             "0.929 (one long request, the others alike: pass 0), or give seq_lens alone "
                             "(from_seq_lens)")
+    with pytest.raises(ProblemError, match=r"^kv_balance 2 is out of range for a uniform batch \(max_kv_len 2000 = "
+                       r"kv_len\): its balance is 1; pass 0, or max_kv_len, or seq_lens$"):
+        AttentionProblem(**TP4, batch_size=99, kv_len=2000, kv_balance=2)     # it said "from 1.000 to 1.000"
     with pytest.raises(ProblemError, match="kv_balance 'lots' is not a number"):
         AttentionProblem(**TP4, batch_size=99, kv_len=2000, max_kv_len=16000, kv_balance="lots")
     assert AttentionProblem(**TP4, batch_size=99, kv_len=2000, max_kv_len=16000, kv_balance="0").kv_balance == 0.0

@@ -26,7 +26,7 @@ def test_sweep_decide_show_end_to_end(tmp_path):
     assert re.search(r"warm-up \(\+ graph capture\) [\d.]+ s \([^)]*warm-up calls", r.stdout)
     again = tuner("sweep", "--model", "llama-3.1-8b", "--quick", "--phases", "decode", "--kv-dtypes", "fp8",
                   "--out-dtypes", "fp8", "--device", "cpu", "--db", db)
-    assert "0 pipelines measured" in again.stdout and "6 already measured" in again.stdout
+    assert "0 pipelines measured" in again.stdout and "6 problems already measured" in again.stdout
 
     flags = ["--db", db, "--phase", "decode", "--num-qo-heads", "32", "--num-kv-heads", "8", "--batch-size", "4",
              "--kv-len", "500", "--kv-dtype", "fp8", "--out-dtype", "fp8"]         # within the measured 4 x 512

@@ -62,6 +62,12 @@ def test_bounds_are_named(db):
         assert "a sweep may allocate at most 2.0 GiB per problem" in e["msg"]
         r = c.post("/v1/sweeps", json={"model": "llama4-scout", "problems": []}, headers=AUTH)
         assert r.status_code == 422 and "not both" in r.json()["detail"][0]["msg"]
+        for field, value, says in (("model", "llama5", "model 'llama5' is not a preset"),
+                                   ("kv_dtypes", ["fp4"], "kv dtype 'fp4' is not supported"),
+                                   ("tp", [3], "tp 3 does not divide"), ("page_sizes", [17], "page size 17")):
+            r = c.post("/v1/sweeps", json={"model": "llama4-scout", field: value}, headers=AUTH)
+            (e,) = r.json()["detail"]           # the option named, not the whole body
+            assert r.status_code == 422 and e["loc"] == ["body", field] and says in e["msg"], e
         r = c.post("/v1/sweeps", json={"model": "llama4-scout", "db": "/etc/passwd"}, headers=AUTH)
         assert r.status_code == 422                      # no request can name a path on the host
         codes = [c.post("/v1/sweeps", json={"model": "llama-3.1-8b", "phases": ["decode"]},

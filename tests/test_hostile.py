@@ -73,8 +73,14 @@ def test_serve_new_db_starts_an_empty_database_that_sweeps_fill(tmp_path):
     with sqlite3.connect(new) as c:
         assert c.execute("select count(*) from winners").fetchone()[0] == 1
     # no token, but misses are tuned: they fill it (this was refused as "nothing else would ever fill" it)
-    with serve(tmp_path / "misses.db", "--new-db", "--tune-misses-without-token") as url:
+    tuned = tmp_path / "misses.db"
+    with serve(tuned, "--new-db", "--tune-misses-without-token", "--idle-s", "0.2", "--refresh-s", "0.2") as url:
         assert httpx.get(f"{url}/healthz").json() == {"status": "ok", "db": "misses.db"}
+        end, source = time.time() + 120, "rule"
+        while source != "measured" and time.time() < end:
+            source = httpx.get(f"{url}/v1/decision", params=q()).json()["source"]
+            time.sleep(0.5)
+        assert source == "measured"
 
 
 def test_serve_without_db_uses_the_default_path_and_switchyard_db(db, tmp_path):
@@ -108,6 +114,11 @@ def test_serve_refuses_bad_databases_and_settings_in_one_line(db, tmp_path):
                    "--new-db needs something to fill the new database: writes enabled")
     assert not (tmp_path / "typo.db").exists()
     one_line_error(tuner("serve", "--db", str(db), "--log-level", "loud"), "--log-level 'loud' is not one of")
+    with socket.create_server(("127.0.0.1", 0)) as taken:        # uvicorn's own error was a log line, exit 1
+        port = taken.getsockname()[1]
+        one_line_error(tuner("serve", "--db", str(db), "--port", str(port)), f"cannot listen on 127.0.0.1:{port}")
+    empty = tuner("decide", "--db", str(db), "--input", "-", input="")
+    assert empty.returncode == 0 and "--input - held no problems: nothing decided" in empty.stderr
 
 
 def test_miss_tuning_measures_only_what_a_sweep_may(db):

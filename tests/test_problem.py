@@ -30,6 +30,7 @@ def test_frozen_hashable_and_aliases():
     a = small(kv_dtype="float8_e4m3fn", out_dtype="bfloat16")
     assert a.kv_dtype == "fp8" and a.out_dtype == "bf16"
     assert hash(a) == hash(small(kv_dtype="fp8")) and a == small(kv_dtype="fp8")
+    assert small(phase="DECODE", kv_dtype="FP8") == small(kv_dtype="fp8")       # as dtypes are: any case
     with pytest.raises(AttributeError):
         a.batch_size = 3
 
@@ -76,3 +77,11 @@ def test_from_dict_rejects_unknown_and_missing_fields():
 def test_prefill_query_cannot_exceed_kv():
     with pytest.raises(ProblemError, match="q_len 512 exceeds kv_len 256"):
         small(phase="prefill", q_len=512, kv_len=256)
+
+
+def test_a_sweep_takes_phases_and_dtypes_spelled_as_a_problems_are():
+    from tuner.library import SweepRequest
+    r = SweepRequest(phases=("DECODE",), kv_dtypes=("FP8", "bfloat16"), out_dtypes=("BF16",))
+    assert (r.phases, r.kv_dtypes, r.out_dtypes) == (("decode",), ("fp8", "bf16"), ("bf16",))
+    with pytest.raises(ValueError, match="phase 'train' is not supported; use decode, prefill"):
+        SweepRequest(phases=("Train",))

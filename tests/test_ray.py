@@ -29,7 +29,7 @@ def test_local_ray_shards_merge_into_the_callers_database(tmp_path):
     r = _sweep(db, probs, "--shards", "3")          # `--ray` with no address: a local instance
     assert r.returncode == 0, r.stderr[-3000:]
     assert "ray: 6 problems in 3 shards over" in r.stderr
-    assert "6 problems" in r.stdout and "0 already measured" in r.stdout
+    assert "6 problems" in r.stdout and "0 problems already measured" in r.stdout
     c = sqlite3.connect(db)
     assert c.execute("select count(*) from environments").fetchone()[0] == 1
     assert {k for (k,) in c.execute("select problem_key from winners")} == {p.key() for p in ps}
@@ -38,7 +38,7 @@ def test_local_ray_shards_merge_into_the_callers_database(tmp_path):
     c.close()
     again = _sweep(db, probs, "--shards", "2")
     assert again.returncode == 0, again.stderr[-3000:]
-    assert "0 pipelines measured" in again.stdout and "6 already measured" in again.stdout
+    assert "0 pipelines measured" in again.stdout and "6 problems already measured" in again.stdout
     c = sqlite3.connect(db)
     assert c.execute("select count(*), max(created_at) from measurements").fetchone() == before
 

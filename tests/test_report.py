@@ -64,3 +64,10 @@ def test_evaluate_plot_refuses_a_replay_it_cannot_draw(swept_db, tmp_path):
     r = subprocess.run([sys.executable, "-m", "tuner", "evaluate", "--db", str(swept_db[0]), "--device", "cpu",
                         "--plot", str(tmp_path / "file" / "ev")], capture_output=True, text=True)
     assert r.returncode != 0 and f"--plot {tmp_path / 'file' / 'ev'}: cannot make that folder" in r.stderr
+
+
+def test_winner_maps_say_what_their_short_names_are():
+    from tests.conftest import ROOT
+    from tuner.analysis.report import winner_maps
+    first = winner_maps(ROOT / "heuristics.db", "NVIDIA H200").splitlines()[0]
+    assert "XQA = trtllm-xqa" in first and "TC = fa2-tc" in first and "FMHAv2 = trtllm-fmha-v2" in first

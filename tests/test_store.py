@@ -45,7 +45,9 @@ def test_other_programs_sqlite_and_garbage_are_refused(tmp_path):
         load(junk, "cpu")
 
 
-def test_missing_database_gives_rule_decisions(tmp_path):
+def test_a_missing_database_is_an_error_unless_missing_ok(tmp_path):
     from tests.conftest import small
-    dec = load(tmp_path / "none.db", "cpu").choose(small())
+    with pytest.raises(StoreError, match=r"heuristcs.db: no such database; .* missing_ok=True"):
+        load(tmp_path / "heuristcs.db", "cpu")         # a typo used to decide by rule alone, quietly
+    dec = load(tmp_path / "heuristcs.db", "cpu", missing_ok=True).choose(small())
     assert dec.source == "rule" and "vllm-0.33" in dec.reason

@@ -30,11 +30,26 @@ def tuner(*args, **kw):
     (["--timing", "bogus"], "--timing 'bogus' is not graph, eager or wall"),
     (["--shards", "2"], "--shards has no effect here: it goes with --ray"),
     (["--budget", "0.5"], "--budget has no effect here: it goes with --search adaptive"),
+    (["--trials", "5"], "--trials has no effect here: it goes with --tactics optuna"),
+    # these were found once the sweep had begun: a database with nothing measured was left behind
+    (["--max-relerr", "0"], "--max-relerr 0.0 is not a usable relative-error budget"),
+    (["--max-minutes", "0", "--max-relerr", "-1"], "--max-relerr -1.0 is not a usable relative-error budget"),
+    (["--timing", "eager"], "timing mode 'eager' needs a CUDA device"),
 ])
 def test_a_sweep_flag_that_would_hang_or_do_nothing_is_refused(tmp_path, flags, says):
     r = tuner("sweep", "--device", "cpu", "--quick", "--db", str(tmp_path / "h.db"), *flags)
     assert r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "h.db").exists()                 # refused before anything was written
+
+
+def test_db_none_names_no_database_to_write(tmp_path):
+    export = tmp_path / "x.jsonl"
+    export.write_text("")
+    for args in (["sweep", "--device", "cpu", "--quick"], ["import", str(export)]):
+        r = tuner(*args, "--db", "none")
+        assert r.returncode == 2 and f"--db none decides by the built-in rule alone (tuner decide); tuner {args[0]} " \
+            "writes into a database: name its file" in r.stderr, r.stderr
+    assert not (ROOT / "none").exists()             # a sweep wrote a file named none, which decide then ignored
 
 
 def _rows(db) -> int:
@@ -60,7 +75,7 @@ def test_ctrl_c_keeps_what_finished_says_so_and_a_rerun_resumes(tmp_path):
     assert "interrupted: what finished is stored; rerun the same command to resume" in stderr
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr      # nor one from the worker
     again = tuner(*args[3:])
-    assert again.returncode == 0 and f"{kept} already measured" in again.stdout
+    assert again.returncode == 0 and f"{kept} problems already measured" in again.stdout
     # the summary's winners table counts the resumed problems' stored winners too, not only the new ones
     won = sum(int(n) for n in re.findall(r"\((\d+)\)", again.stdout.split("winners (problems won)")[1]))
     total = int(re.search(r"(\d+) problems, ", again.stdout).group(1))
@@ -74,7 +89,7 @@ def test_inaccurate_pipelines_are_named_and_measured_again_with_retry_failed(tmp
     strict = tuner("sweep", "--problems", str(f), "--device", "cpu", "--db", db, "--max-relerr", "1e-12")
     assert strict.returncode == 0 and "(0 ok, 2 inaccurate, 0 failed" in strict.stdout
     again = tuner("sweep", "--problems", str(f), "--device", "cpu", "--db", db)
-    assert "1 already measured" in again.stdout
+    assert "1 problem already measured" in again.stdout
     assert "were not measured again; rerun with --retry-failed to measure them" in again.stdout
     retried = tuner("sweep", "--problems", str(f), "--device", "cpu", "--db", db, "--retry-failed")
     assert retried.returncode == 0 and "2 pipelines measured (2 ok, 0 inaccurate" in retried.stdout
@@ -134,7 +149,8 @@ def test_a_worker_that_cannot_start_stops_the_sweep_and_marks_nothing_failed(tmp
     with sqlite3.connect(db) as c:                                   # not one problem's pipelines marked failed
         assert c.execute("select count(*) from measurements").fetchone()[0] == 0
     ok = tuner("sweep", "--device", "cpu", "--problems", str(probs), "--db", str(db))
-    assert ok.returncode == 0 and "2 problems" in ok.stdout and "0 already measured" in ok.stdout   # fixed: all of it
+    assert ok.returncode == 0 and "2 problems" in ok.stdout
+    assert "0 problems already measured" in ok.stdout       # fixed: all of it
 
 
 def test_plots_without_matplotlib_say_what_to_install(tmp_path):
@@ -146,6 +162,22 @@ def test_plots_without_matplotlib_say_what_to_install(tmp_path):
         r = tuner(*args, "--db", str(SHIPPED), "--device", "NVIDIA H200", env=env)
         assert r.returncode == 2 and "needs matplotlib: pip install 'matplotlib>=3.8'" in r.stderr, r.stderr
         assert "Traceback" not in r.stderr
+
+
+def test_a_devices_pace_stops_when_it_stops_measuring():
+    from rich.progress import Progress
+
+    from tuner.cli.sweep import MeasuredEta
+    now = [0.0]
+    bar = Progress(MeasuredEta(), get_time=lambda: now[0])
+    task = bar.add_task("cpu#1", total=None, start=False, each=0.0)
+    now[0] = 600.0                                  # the JIT build and calibration: not this device's pace
+    bar.start_task(task)
+    now[0] = 612.0
+    bar.update(task, advance=4, each=bar.tasks[task].elapsed)
+    assert str(MeasuredEta().render(bar.tasks[task])) == "  3.0 s each"
+    now[0] = 1200.0                                 # it stopped (its worker died): the pace stays
+    assert str(MeasuredEta().render(bar.tasks[task])) == "  3.0 s each"
 
 
 def test_the_eta_after_a_resume_follows_the_problems_measured_now():
@@ -196,36 +228,42 @@ def test_a_failing_misses_job_is_not_queued_again_at_once(swept_db, tmp_path, mo
         assert paused["failed_in_a_row"] == 1 and "before it was ready" in paused["last_error"]
 
 
-def test_miss_tuning_backs_off_longer_each_failure_until_a_job_finishes(swept_db, monkeypatch):
+def test_miss_tuning_backs_off_longer_each_failure_until_a_job_measures(swept_db, tmp_path, monkeypatch):
     import api.jobs
     import tuner.library
     from api.jobs import MISSES_BACKOFF_MAX_S, JobManager
     from dispatcher.device import describe
     from tuner.isolation import WorkerStartError
 
-    works = [False]
+    works, resumed = [False], [False]
 
     def run(*a, on_problem, **k):
         if not works[0]:
             raise WorkerStartError("the measuring worker for cpu#0 exited with code 1 before it was ready, 2 times")
-        on_problem(SimpleNamespace(resumed=False, rows=[]))
+        on_problem(SimpleNamespace(resumed=resumed[0], rows=[]))
     monkeypatch.setattr(tuner.library, "run_problems", run)
-    jobs = JobManager(swept_db[0], describe("cpu"), tune_misses=True, idle_s=0.05)
+    db = tmp_path / "h.db"
+    shutil.copy(swept_db[0], db)
+    jobs = JobManager(db, describe("cpu"), tune_misses=True, idle_s=600)   # no misses job of its own
 
     def finish(kind):
         job = jobs.submit(kind, [small()])
-        end = time.time() + 10
+        end = time.time() + 30
         while job.finished_at is None and time.time() < end:
             time.sleep(0.02)
+        assert job.finished_at is not None, job
         return jobs.miss_tuning()
     try:
         pauses = [finish("misses")["paused_for_s"] for _ in range(3)]
         assert [round(p / 600) for p in pauses] == [1, 2, 4]       # 10, 20, 40 minutes
+        works[0] = resumed[0] = True
+        assert finish("problems")["failed_in_a_row"] == 3        # done, but nothing measured: no worker started
+        works[0], resumed[0] = False, False
         monkeypatch.setattr(api.jobs, "MISSES_BACKOFF_S", MISSES_BACKOFF_MAX_S)
-        assert round(finish("misses")["paused_for_s"]) == MISSES_BACKOFF_MAX_S      # never longer than the cap
+        assert MISSES_BACKOFF_MAX_S - 60 < finish("misses")["paused_for_s"] <= MISSES_BACKOFF_MAX_S   # the cap
         works[0] = True
-        assert finish("problems") is None           # a job that finishes: the worker starts, tuning resumes
-        assert jobs.misses_failed == 0 and jobs.misses_after == 0.0
+        assert finish("problems") is None           # a job that measured: the worker starts, tuning resumes
+        assert jobs.miss_pause.failed_in_a_row == 0
     finally:
         jobs.stop()
 

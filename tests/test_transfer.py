@@ -4,7 +4,7 @@ import sqlite3
 
 import pytest
 
-from dispatcher import load
+from dispatcher import StoreError, load
 from tests.conftest import ROOT, small
 from tuner.transfer import export_jsonl, export_vllm_json, import_jsonl
 
@@ -23,8 +23,8 @@ def test_jsonl_round_trip_merges_by_environment(swept_db, tmp_path):
     dst = tmp_path / "fleet.db"
     shutil.copy(ROOT / "heuristics.db", dst)            # a database with an H200 environment already
     before = keys(dst)
-    import_jsonl(dst, f)
-    import_jsonl(dst, f)                                 # importing twice duplicates nothing
+    first, again = import_jsonl(dst, f), import_jsonl(dst, f)     # importing twice duplicates nothing
+    assert (first["new"], first["replaced"], again["new"], again["replaced"]) == (n, 0, 0, n)   # and says so
     assert keys(dst) == sorted(before + keys(src))
     cpu = load(src, "cpu").choose(small(batch_size=4, kv_len=256))
     merged = load(dst, cpu.device).choose(small(batch_size=4, kv_len=256))
@@ -114,9 +114,18 @@ def test_a_device_or_database_that_is_not_there_is_named(tmp_path):
     with pytest.raises(ValueError, match=r"device 'NVIDIA B200' is not in .*heuristics\.db; it holds: NVIDIA H200"):
         export_jsonl(ROOT / "heuristics.db", tmp_path / "x.jsonl", "NVIDIA B200")
     assert not (tmp_path / "x.jsonl").exists()
-    with pytest.raises(ValueError, match=r"none\.db does not exist, so device 'NVIDIA H200' has no measurements"):
+    with pytest.raises(ValueError, match=r"device 'cpu' is not in .*heuristics\.db; it holds: NVIDIA H200"):
+        export_vllm_json(ROOT / "heuristics.db", tmp_path / "vj", "cpu")      # it wrote an empty cpu.json
+    assert not (tmp_path / "vj").exists()
+    with pytest.raises(StoreError, match=r"none\.db: no such database"):
         load(tmp_path / "none.db", "NVIDIA H200")
-    assert load(tmp_path / "none.db", "cpu").choose(small()).source == "rule"     # a local device needs no db
+    with pytest.raises(ValueError, match=r"none\.db does not exist, so device 'NVIDIA H200' has no measurements"):
+        load(tmp_path / "none.db", "NVIDIA H200", missing_ok=True)
+    assert load(tmp_path / "none.db", "cpu", missing_ok=True).choose(small()).source == "rule"   # a local one: rule
+    assert load(ROOT / "heuristics.db", "nvidia  h200").device.name == "NVIDIA H200"   # any case and spacing
+    # the host asked of another GPU's database: the rule decides, and says which device the db holds
+    why = load(ROOT / "heuristics.db", "cpu").choose(small()).reason
+    assert "heuristics.db holds no measurements of CPU" in why and "only of NVIDIA H200 (name that device" in why
 
 
 def test_an_export_holding_an_inaccurate_row_imports(swept_db, tmp_path):

@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dispatcher.device import DeviceInfo, describe
 from dispatcher.dispatch import default_timing_mode
-from dispatcher.problem import DTYPES, PHASES, AttentionProblem
+from dispatcher.policy import checked_budget
+from dispatcher.problem import DTYPE_ALIASES, DTYPES, PHASES, AttentionProblem
 from dispatcher.registry import KernelSpec, load_registry
 from dispatcher.schema import StoreError
 from dispatcher.store import default_path, environments, open_readonly
@@ -30,6 +32,11 @@ def sweep_page_sizes() -> tuple[int, ...]:
     """The page sizes a grid may use: those some kernel declares (the TRT-LLM kernels take powers of
     two from 16); a kernel that takes any page size declares none."""
     return tuple(sorted({n for s in load_registry().values() for n in (s.page_sizes or ())}))
+
+
+def _spelled(values: tuple, aliases: dict[str, str] | None = None) -> tuple:
+    """Values spelled as a problem's fields may be (DECODE, FP8, bfloat16), as the names they stand for."""
+    return tuple((aliases or {}).get(str(v).lower(), str(v).lower()) for v in values)
 
 
 def _one_of(name: str, values: tuple, allowed: tuple) -> None:
@@ -56,20 +63,48 @@ class SweepRequest:
     timing: str | None = None      # None: graph on CUDA, wall on the CPU
 
     def __post_init__(self) -> None:
-        m = preset(self.model)
-        for tp in self.tps or ():
-            if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
-                raise ValueError(f"tp {tp!r} is not a tensor-parallel size; give a whole number >= 1")
-            m.heads(tp)                                   # says which sizes divide the model's heads
-        if self.tps is not None:
-            _one_of("tp", self.tps, tuple(sorted(set(self.tps))))
-        _one_of("phase", self.phases, PHASES)
-        _one_of("kv dtype", self.kv_dtypes, DTYPES)
-        _one_of("out dtype", self.out_dtypes, DTYPES)
+        with _field("model"):
+            m = preset(self.model)
+        with _field("tp"):
+            for tp in self.tps or ():
+                if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
+                    raise ValueError(f"tp {tp!r} is not a tensor-parallel size; give a whole number >= 1")
+                m.heads(tp)                                   # says which sizes divide the model's heads
+            if self.tps is not None:
+                _one_of("tp", self.tps, tuple(sorted(set(self.tps))))
+        object.__setattr__(self, "phases", _spelled(self.phases))
+        object.__setattr__(self, "kv_dtypes", _spelled(self.kv_dtypes, DTYPE_ALIASES))
+        object.__setattr__(self, "out_dtypes", _spelled(self.out_dtypes, DTYPE_ALIASES))
+        with _field("phases"):
+            _one_of("phase", self.phases, PHASES)
+        with _field("kv_dtypes"):
+            _one_of("kv dtype", self.kv_dtypes, DTYPES)
+        with _field("out_dtypes"):
+            _one_of("out dtype", self.out_dtypes, DTYPES)
         if self.page_sizes is not None:
-            _one_of("page size", self.page_sizes, sweep_page_sizes())
+            with _field("page_sizes"):
+                _one_of("page size", self.page_sizes, sweep_page_sizes())
         if self.grid is not None and self.grid not in GRIDS:
-            raise ValueError(f"grid {self.grid!r} is not one of {', '.join(GRIDS)}")
+            raise SweepRequestError("grid", f"grid {self.grid!r} is not one of {', '.join(GRIDS)}")
+
+
+class SweepRequestError(ValueError):
+    """An invalid sweep option; `field` names it as SweepRequest (and POST /v1/sweeps) does."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+@contextmanager
+def _field(name: str) -> Iterator[None]:
+    """A ValueError raised within names the option `name`."""
+    try:
+        yield
+    except SweepRequestError:
+        raise
+    except ValueError as e:
+        raise SweepRequestError(name, str(e)) from None
 
 
 def sweep_problems(req: SweepRequest, dev: DeviceInfo) -> list[AttentionProblem]:
@@ -84,12 +119,19 @@ def sweep_problems(req: SweepRequest, dev: DeviceInfo) -> list[AttentionProblem]
                     max_kv_bytes=cap)
 
 
+def check_sweep(dev: DeviceInfo, mode: str, opts: SweepOptions) -> None:
+    """ValueError for a sweep that could only fail once started: before it creates or touches the database."""
+    if dev.kind == "cpu" and mode != "wall":
+        raise ValueError(f"timing mode {mode!r} needs a CUDA device; the CPU is timed in 'wall' mode")
+    if opts.max_relerr is not None:
+        checked_budget(opts.max_relerr, "--max-relerr")
+
+
 def start_sweep(req: SweepRequest, db=None, opts: SweepOptions = SweepOptions(), on_problem=None,
                 allow_shipped: bool = True, say=print, search: str = "grid", budget: float = 1 / 3) -> SweepReport:
     dev = describe(req.device)
     mode = req.timing or default_timing_mode(dev)
-    if dev.kind == "cpu" and mode != "wall":
-        raise ValueError(f"timing mode {mode!r} needs a CUDA device; the CPU is timed in 'wall' mode")
+    check_sweep(dev, mode, opts)
     probs = sweep_problems(req, dev)
     if not allow_shipped and is_shipped(default_path(db)):
         raise StoreError("refusing to write the shipped heuristics.db here; pass another --db")
@@ -111,6 +153,7 @@ def run_problems(probs: list[AttentionProblem], dev: DeviceInfo, db, mode: str, 
                  on_problem=None, say=print, search: str = "grid", budget: float = 1 / 3) -> SweepReport:
     """JIT prebuild (CUDA), then the sweep; what `tuner sweep` and the daemon's jobs both run."""
     from .sweep import run_sweep
+    check_sweep(dev, mode, opts)
     store = Store(db)
     try:
         registry = load_registry()
@@ -133,8 +176,7 @@ def run_on_devices(probs: list[AttentionProblem], devices: list[DeviceInfo], db,
                    opts: SweepOptions = SweepOptions(), on_problem=None, say=print, on_plan=None) -> SweepReport:
     """`tuner sweep --devices`: JIT prebuild once (the modules are shared), then tuner/fleet.py."""
     from .fleet import sweep_devices
-    if devices[0].kind == "cpu" and mode != "wall":
-        raise ValueError(f"timing mode {mode!r} needs a CUDA device; the CPU is timed in 'wall' mode")
+    check_sweep(devices[0], mode, opts)
     store = Store(db)
     try:
         registry = load_registry()

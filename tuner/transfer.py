@@ -28,6 +28,13 @@ ENV_FIELDS = ("device_name", "device_kind", "compute_capability", "sm_count", "m
               "cuda", "torch", "flashinfer", "python", "timing_mode")
 
 
+def _require_device(db, device: str | None, held: list[str]) -> None:
+    """An export names a device by its recorded name, or none (all of them)."""
+    if device and device not in held:
+        raise ValueError(f"device {device!r} is not in {reader.default_path(db)}; it holds: "
+                         f"{', '.join(held) or 'no environments yet'} (export names a recorded device)")
+
+
 def export_jsonl(db, out: Path, device: str | None = None) -> int:
     """One measurement per line, each carrying its environment; returns the number written."""
     conn = reader.open_readonly(db)
@@ -36,10 +43,7 @@ def export_jsonl(db, out: Path, device: str | None = None) -> int:
     n = 0
     try:
         envs = {e["id"]: e for e in reader.environments(conn)}
-        held = sorted({e["device_name"] for e in envs.values()})
-        if device and device not in held:
-            raise ValueError(f"device {device!r} is not in {reader.default_path(db)}; it holds: "
-                             f"{', '.join(held) or 'no environments yet'}")
+        _require_device(db, device, sorted({e["device_name"] for e in envs.values()}))
         with open(out, "w") as f:
             for r in conn.execute("select * from measurements order by env_id, id"):
                 env = envs[r["env_id"]]
@@ -61,7 +65,7 @@ def import_jsonl(db, src: Path, keep_newer: bool = True) -> dict:
     items = read_export(src)
     s = Store(db)
     touched: dict[int, set] = {}
-    kept = 0
+    kept = new = 0
     try:
         with s.transaction():
             for env, m in items:
@@ -72,11 +76,12 @@ def import_jsonl(db, src: Path, keep_newer: bool = True) -> dict:
                     kept += 1
                     continue
                 s.db["measurements"].insert({**m, "env_id": env_id}, replace=True)
+                new += stored is None
                 touched.setdefault(env_id, set()).add(m["problem_key"])
             for env_id, keys in touched.items():
                 _rewin(s, env_id, keys)
         return {"environments": len(touched), "problems": sum(len(k) for k in touched.values()),
-                "kept_newer": kept}
+                "kept_newer": kept, "new": new, "replaced": len(items) - kept - new}
     finally:
         s.close()
 
@@ -184,6 +189,7 @@ def export_vllm_json(db, out_dir: Path, device: str | None = None) -> list[Path]
         names = sorted({e["device_name"] for e in reader.environments(conn)})
     finally:
         conn.close()
+    _require_device(db, device, names)          # `--device cpu` used to write an empty cpu.json
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name in [device] if device else names:

@@ -6,7 +6,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException
 
 from dispatcher import AttentionProblem
-from tuner.library import SweepRequest, sweep_problems
+from tuner.library import SweepRequest, SweepRequestError, sweep_problems
 
 from ..admission import too_big
 from ..auth import Writer
@@ -36,6 +36,8 @@ def _problems(body: SweepCreate, jobs: JobManager) -> tuple[JobKind, list[Attent
                            out_dtypes=tuple(body.out_dtypes),
                            page_sizes=tuple(body.page_sizes) if body.page_sizes is not None else None, grid=body.grid)
         probs = sweep_problems(req, jobs.device)
+    except SweepRequestError as e:      # an option of the body's, named as the body names it
+        raise invalid(str(e), ["body", e.field]) from None
     except ValueError as e:             # a ProblemError's field is a problem's, not the body's: no deeper loc
         raise invalid(str(e), ["body"]) from None
     if len(probs) > MAX_PRESET_PROBLEMS:

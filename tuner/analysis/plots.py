@@ -12,6 +12,7 @@ from pathlib import Path
 from dispatcher.policy import max_relerr
 from dispatcher.registry import load_registry
 from dispatcher.rules import DEFAULT_RULE, rule_pick
+from dispatcher.store import default_path
 
 from .evaluate import config_of, load_table
 from .report import short
@@ -95,7 +96,7 @@ def write_report(db, device: str | None, out_dir: str | Path) -> Path:
     table, dev = load_table(db, device)
     data = collect(table, dev)
     if not data:
-        raise ValueError(f"no ok measurements for {dev.name} in {db or 'heuristics.db'}; nothing to plot")
+        raise ValueError(f"no ok measurements for {dev.name} in {default_path(db)}; nothing to plot")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     parts = [f"<h1>Switchyard: {html.escape(dev.name)}</h1>",

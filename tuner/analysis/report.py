@@ -27,7 +27,8 @@ def winner_maps(db=None, device: str | None = None) -> str:
     for b in table.by_cell:
         row = f"b={b.batch_size}" if b.phase == "decode" else f"b={b.batch_size} q={b.q_len}"
         grids[config_of(b)][(b.batch_size, b.q_len, row, b.kv_len)] = short(d.choose(b).pipeline)
-    out = [f"Winners on {dev.name} ('·f' = the kernel writes FP8 itself, fused out-quant)."]
+    legend = ", ".join(f"{v} = {k}" for k, v in SHORT.items())
+    out = [f"Winners on {dev.name} ({legend}; '·f' = the kernel writes FP8 itself, fused out-quant)."]
     for cfg in sorted(grids):
         cells = grids[cfg]
         cols = sorted({k[3] for k in cells})

@@ -40,7 +40,7 @@ def evaluate(db: Db = None, device: Dev = None,
     """Regret (chosen / best time) and speedup over the built-in rules: on held-out measured shapes,
     between grid points (--between), or on a measured off-grid set (--offgrid).
 
-    Example: tuner evaluate --device "NVIDIA H200" --offgrid offgrid4.db
+    Example: tuner evaluate --device "NVIDIA H200" --offgrid benchmarks/results/h200-offgrid4-waves/offgrid4.db
     (`xz -dk benchmarks/results/h200-offgrid4-waves/offgrid4.db.xz` first)
     """
     from dispatcher.predictor import PredictorConfig

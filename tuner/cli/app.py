@@ -28,6 +28,7 @@ DecideDb = Annotated[Optional[str], typer.Option("--db", help="SQLite store (def
                                                               "./heuristics.db); "
                                                              "none: decide by the built-in rule alone")]
 Dev = Annotated[Optional[str], typer.Option("--device", help="auto | cpu | cuda[:N] | a device name in the database")]
+LocalDev = Annotated[Optional[str], typer.Option("--device", help="the device to measure on: auto | cpu | cuda[:N]")]
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -65,6 +66,14 @@ def require_db(db: str | None) -> None:
     if not path.exists():
         raise ValueError(f"{path}: no such database; run `tuner sweep` to make one, or point --db "
                          "(or $SWITCHYARD_DB) at a heuristics.db")
+
+
+def written_db(db: str | None, command: str) -> str | None:
+    """--db of a command that writes: `none` names no database there (it would create a file named none)."""
+    if db is not None and db.strip().lower() == "none":
+        raise ValueError(f"--db none decides by the built-in rule alone (tuner decide); {command} writes into a "
+                         "database: name its file, or leave --db out for $SWITCHYARD_DB or ./heuristics.db")
+    return db
 
 
 def dispatcher_for(db: str | None, device: str | None) -> Dispatcher:

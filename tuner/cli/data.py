@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from .app import Db, Dev, app, friendly, out, require_db
+from .app import Db, Dev, app, friendly, out, require_db, written_db
 
 
 @app.command("export")
@@ -37,9 +37,11 @@ def import_(path: Annotated[str, typer.Argument(help="a .jsonl file written by t
     from ..transfer import import_jsonl
     if format != "jsonl":
         raise ValueError(f"--format {format!r} is not supported for import; use jsonl")
-    r = import_jsonl(db, Path(path))
+    from dispatcher.store import default_path
+    r = import_jsonl(written_db(db, "tuner import"), Path(path))
     kept = f"; kept {r['kept_newer']} stored measurements newer than the file's" if r["kept_newer"] else ""
-    out.print(f"merged {r['problems']} problems in {r['environments']} environment(s) into "
-              f"{db or 'heuristics.db'}{kept}")
+    out.print(f"merged {r['problems']} problems in {r['environments']} environment(s) into {default_path(db)}: "
+              f"{r['new']} new measurements, {r['replaced']} already there (the file's copy kept){kept}",
+              soft_wrap=True)
 
 

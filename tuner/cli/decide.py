@@ -12,7 +12,7 @@ from dispatcher.problem import DEFAULTS, LIMITS
 
 from .. import library
 from ..problem_files import iter_problems
-from .app import Db, DecideDb, Dev, app, dispatcher_for, friendly, given_flags, out, require_db
+from .app import Db, DecideDb, Dev, app, dispatcher_for, err, friendly, given_flags, out, require_db
 
 
 @app.command()
@@ -47,9 +47,8 @@ def decide(
 ):
     """Which pipeline to run for one problem (or each line of --input).
 
-    Example: tuner decide --device "NVIDIA H200" --phase decode --num-qo-heads 40 --num-kv-heads 8
-    --batch-size 12 --kv-len 1900 --kv-dtype fp8 --out-dtype fp8
-    """
+    Example: tuner decide --device "NVIDIA H200" --phase decode --num-qo-heads 40 --num-kv-heads 8 --batch-size 12 --kv-len 1900
+    """  # noqa: E501 (one line, so that it pastes)
     if input is not None and seq_lens is not None:
         raise ValueError("--seq-lens and --input are two ways to give problems; give one")
     if input is not None:
@@ -63,6 +62,7 @@ def decide(
             print(json.dumps(d.choose(prob).to_dict()), flush=True)
         if d is None:
             dispatcher_for(db, device)
+            err.print(f"--input {input} held no problems: nothing decided", highlight=False)
         return
     sized = {} if seq_lens is not None else {"--batch-size": batch_size, "--kv-len": kv_len}
     missing = [f for f, v in {"--phase": phase, "--num-qo-heads": num_qo_heads, "--num-kv-heads": num_kv_heads,

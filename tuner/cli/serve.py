@@ -33,7 +33,8 @@ def serve(host: Annotated[str, typer.Option(help="bind address (loopback by defa
           max_connections: Annotated[int, typer.Option(min=1, help="open connections at most; more are closed at "
                                                                    "once")] = 512,
           new_db: Annotated[bool, typer.Option(help="start with a new, empty database where --db names none (POST "
-                                                    "/v1/sweeps fills it; needs a token)")] = False):
+                                                    "/v1/sweeps fills it with a token, or tuned misses with "
+                                                    "--tune-misses-without-token)")] = False):
     """Run the daemon: decisions over REST (docs at /docs), background sweeps, metrics at /metrics.
 
     Example: SWITCHYARD_TOKEN=secret tuner serve --tune-misses
@@ -56,8 +57,8 @@ def serve(host: Annotated[str, typer.Option(help="bind address (loopback by defa
     if not default_path(db).exists():
         if not new_db:                      # a mistyped --db would serve the rule alone, and quietly
             raise ValueError(f"{default_path(db)}: no such database; point --db (or $SWITCHYARD_DB) at a "
-                             "heuristics.db, run `tuner sweep` to make one, or pass --new-db (with a token) to "
-                             "serve an empty one that POST /v1/sweeps fills")
+                             "heuristics.db, run `tuner sweep` to make one, or pass --new-db (with a token, or "
+                             "--tune-misses-without-token) to serve an empty one that sweeps or tuned misses fill")
         if not token and policy != "anyone":
             raise ValueError("--new-db needs something to fill the new database: writes enabled (SWITCHYARD_TOKEN or "
                              "--token-file) for POST /v1/sweeps, or --tune-misses-without-token to measure its misses")
@@ -68,6 +69,7 @@ def serve(host: Annotated[str, typer.Option(help="bind address (loopback by defa
     if conn is not None:
         conn.close()
     device_of(db, device)                   # a device neither here nor in the database: one line here
+    _check_port(host, port)                 # uvicorn would log a traceback-like error and exit 1
     app = create_app(db=db, device=device, token_file=token_file, tune_misses=policy,
                      refresh_s=refresh_s, idle_s=idle_s)
     access = logging.getLogger("switchyard.access")
@@ -78,3 +80,12 @@ def serve(host: Annotated[str, typer.Option(help="bind address (loopback by defa
                 **uvicorn_settings(request_timeout_s, max_connections))
 
 
+def _check_port(host: str, port: int) -> None:
+    """ValueError naming the port when it cannot be bound (taken, or not this host's address)."""
+    import socket
+    try:
+        with socket.create_server((host, port)):
+            pass
+    except OSError as e:
+        raise ValueError(f"cannot listen on {host}:{port} ({e.strerror or e}): another process holds the port, or "
+                         "the host is not this machine's; pass another --port (or --host)") from None

@@ -19,12 +19,14 @@ from rich.table import Column
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from dispatcher.policy import checked_budget
+
 from .. import library
 from ..clock import time_left
 from ..options import SweepOptions
 from ..problem_files import read_problems
 from ..timing.base import MODES
-from .app import Db, Dev, app, csv, err, friendly, given_flags, out
+from .app import Db, LocalDev, app, csv, err, friendly, given_flags, out, written_db
 
 GRID_FLAGS = ("model", "tp", "phases", "kv_dtypes", "out_dtypes", "page_sizes", "quick", "full", "dense", "mixed")
 
@@ -42,7 +44,7 @@ def sweep(
     out_dtypes: Annotated[str, typer.Option(help="output dtypes: bf16,fp16,fp8")] = "bf16,fp8",
     page_sizes: Annotated[Optional[str], typer.Option(help="tokens per KV page (default 16,32 on a GPU, 16 on the "
                                                            "CPU)")] = None,
-    device: Dev = "auto",
+    device: LocalDev = "auto",
     db: Db = None,
     quick: Annotated[bool, typer.Option("--quick", help="a small grid (the default on the CPU)")] = False,
     full: Annotated[bool, typer.Option("--full", help="the full grid (the default on a GPU)")] = False,
@@ -105,10 +107,11 @@ def sweep(
     if timing is not None and timing not in MODES:
         raise typer.BadParameter(f"--timing {timing!r} is not graph, eager or wall (graph and eager on CUDA, "
                                  "wall on the CPU)")
-    unused = given_flags(ctx, {"shards": not ray, "budget": search != "adaptive"}.get)
+    goes_with = {"shards": "--ray", "budget": "--search adaptive", "trials": "--tactics optuna"}
+    unused = given_flags(ctx, {"shards": not ray, "budget": search != "adaptive", "trials": tactics != "optuna"}.get)
     if unused:
-        raise typer.BadParameter(f"{unused[0]} has no effect here: it goes with "
-                                 f"{'--ray' if unused[0] == '--shards' else '--search adaptive'}")
+        raise typer.BadParameter(f"{unused[0]} has no effect here: it goes with {goes_with[unused[0][2:]]}")
+    db = written_db(db, "tuner sweep")
     if problems:
         grid = given_flags(ctx, GRID_FLAGS.__contains__)
         if grid:
@@ -132,6 +135,8 @@ def sweep(
     if devices:
         return _devices_sweep(req, problems, db, opts, devices)
     dev = describe(req.device)
+    from dispatcher.dispatch import default_timing_mode
+    library.check_sweep(dev, timing or default_timing_mode(dev), opts)   # before the database is made
     explicit = read_problems(problems) if problems else None
     # bad options fail before the bar
     total = len(explicit) if explicit is not None else len(library.sweep_problems(req, dev))
@@ -148,7 +153,6 @@ def sweep(
         tick.total = total
         say = lambda m: bar.console.print(escape(m))  # noqa: E731
         if explicit is not None:
-            from dispatcher.dispatch import default_timing_mode
             report = library.run_problems(explicit, dev, db, timing or default_timing_mode(dev), opts, tick, say,
                                           search, budget)
         else:
@@ -166,17 +170,25 @@ def _devices_sweep(req, problems, db, opts, spec: str) -> None:
     devs = parse_devices(spec)
     probs = read_problems(problems) if problems else library.sweep_problems(req, devs[0])
     mode = req.timing or default_timing_mode(devs[0])
+    library.check_sweep(devs[0], mode, opts)
     Store(db).close()
     with _bar() as bar:
         total = bar.add_task("total", total=len(probs), now="", resumed=0)
-        per = {label(d): bar.add_task(label(d), total=None, now="", each=True) for d in devs}
+        # a device's clock starts once calibration is over, and its pace is read at its last problem
+        per = {label(d): bar.add_task(label(d), total=None, now="", start=False, each=0.0) for d in devs}
+
+        def planned(n):
+            bar.update(total, total=n)      # every environment sweeps every problem
+            for t in per.values():
+                bar.start_task(t)
 
         def tick(o, name):
             _advance(bar, total, o)
             if name is not None:             # None: measured before, resumed
                 bar.update(per[name], advance=1, now=_outcome_line(o))
+                bar.update(per[name], each=bar.tasks[per[name]].elapsed or 0.0)
         report = library.run_on_devices(probs, devs, db, mode, opts, tick, lambda m: bar.console.print(escape(m)),
-                                        on_plan=lambda n: bar.update(total, total=n))   # every environment: all
+                                        on_plan=planned)
         bar.update(total, completed=len(report.outcomes))
     _print_summary(report)
 
@@ -185,6 +197,8 @@ def _ray_sweep(req, problems, db, opts, address: str, shards: int | None) -> Non
     """tuner sweep --ray: a bar over shards as Ray workers finish them."""
     from ..ray_sweep import ray_sweep
     from ..store import Store
+    if opts.max_relerr is not None:
+        checked_budget(opts.max_relerr, "--max-relerr")     # the devices are the workers': checked there
     Store(db).close()
     probs = read_problems(problems) if problems else None
     with _bar() as bar:
@@ -216,11 +230,12 @@ def _advance(bar: Progress, task: TaskID, o, **fields) -> None:
 
 class MeasuredEta(ProgressColumn):
     """Time left (tuner.clock.time_left) from the task's `first` (elapsed, measured) and `resumed` fields;
-    for a task with `each` (a device of --devices), the seconds per problem instead."""
+    for a task with `each` (a device of --devices: its seconds to its last problem), its seconds per problem."""
 
     def render(self, task: Task) -> Text:
-        if task.fields.get("each"):         # a device's share of a shared queue has no end of its own: its pace
-            return Text(f"{task.elapsed / task.completed:5.1f} s each" if task.completed and task.elapsed else "")
+        if "each" in task.fields:          # a device's share of a shared queue has no end of its own: its pace
+            busy = task.fields["each"]     # seconds from calibration's end to its last problem
+            return Text(f"{busy / task.completed:5.1f} s each" if task.completed and busy else "")
         first = task.fields.get("first")
         measured = task.completed - task.fields.get("resumed", 0)
         secs = (time_left(task.elapsed - first[0], measured - first[1], max(0.0, task.total - task.completed))
@@ -257,7 +272,7 @@ def _print_summary(report) -> None:
         out.print("[yellow]stopped at --max-minutes; rerun the same command to resume[/]")
     out.print(f"{len(report.outcomes)} problems, {report.measured} pipelines measured "
               f"({report.count('ok')} ok, {report.count('inaccurate')} inaccurate, {report.count('failed')} failed, "
-              f"{report.count('unsupported')} unsupported), {resumed} already measured")
+              f"{report.count('unsupported')} unsupported), {resumed} problem{'s' * (resumed != 1)} already measured")
     if report.kept_failed:
         out.print(f"{report.kept_failed} pipelines that failed or were inaccurate before were not measured again; "
                   "rerun with --retry-failed to measure them", soft_wrap=True)

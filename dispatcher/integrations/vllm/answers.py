@@ -51,7 +51,8 @@ class Answers:
             if db and not Path(db).exists():
                 log.warning("Switchyard: database %s does not exist; every answer stays vLLM's", db)
             knobs = STEP_KNOBS if per_step else VLLM_KNOBS
-            self._dispatchers[per_step] = load(db, self.settings.device, registry=vllm_registry(knobs))
+            self._dispatchers[per_step] = load(db, self.settings.device, registry=vllm_registry(knobs),
+                                                 missing_ok=True)
         return self._dispatchers[per_step]
 
     def decide(self, fields: dict[str, Any], per_step: bool = False) -> tuple[Decision | None, str]:
