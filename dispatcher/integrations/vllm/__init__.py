@@ -1,7 +1,7 @@
 """Switchyard as a vLLM plugin: vLLM's FlashInfer backend asks its usual questions, the database answers
 where vLLM can run the answer on this GPU.
 
-    pip install switchyard; SWITCHYARD_DB=heuristics.db vllm serve ...      # the vllm.general_plugins entry point
+    pip install -e /path/to/switchyard; SWITCHYARD_DB=heuristics.db vllm serve ...   # vllm.general_plugins
 
 or explicitly, before vLLM builds its engine:
 
