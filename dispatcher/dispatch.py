@@ -149,6 +149,8 @@ class Dispatcher:
                    f"rule {self.rule} picks {pick.id}")
         elif self.db is not None and not self.db.exists():
             why = f"no database {self.db.name!r} (see --db / $SWITCHYARD_DB); rule {self.rule} picks {pick.id}"
+        elif self.db is None and not self.table:        # rule_only(): `tuner decide --db none`
+            why = f"no database (--db none, rule_only): rule {self.rule} picks {pick.id}"
         elif not self.table and self.elsewhere:         # the likelier mistake: the host asked, another GPU's db
             why = (f"{self.db.name if self.db else 'the database'} holds no measurements of {self.device.name}, "
                    f"only of {', '.join(self.elsewhere)} (name that device: --device / device=); rule {self.rule} "

@@ -24,6 +24,7 @@ def test_a_missing_database_is_an_error_and_db_none_answers_by_rule(tmp_path):
         one_line_error(tuner(*cmd, "--db", str(tmp_path / "none.db")), "none.db: no such database")
     r = tuner(*DECIDE, "--db", "none", "--device", "cpu")
     assert r.returncode == 0 and '"source": "rule"' in r.stdout
+    assert "no database (--db none, rule_only): rule vllm-0.33 picks" in r.stdout   # not "no measurement of ..."
 
 
 def test_garbage_other_program_newer_schema(tmp_path):

@@ -10,12 +10,12 @@ from rich.table import Table as RichTable
 
 from dispatcher.rules import DEFAULT_RULE, RULES
 
-from .app import Db, Dev, app, err, friendly, out, require_db
+from .app import AnalysedDev, Db, app, err, friendly, out, require_db
 
 
 @app.command()
 @friendly
-def evaluate(db: Db = None, device: Dev = None,
+def evaluate(db: Db = None, device: AnalysedDev = None,
              holdout: Annotated[float, typer.Option(help="fraction of measured cells held out")] = 0.2,
              seed: Annotated[int, typer.Option()] = 0,
              as_json: Annotated[bool, typer.Option("--json")] = False,
@@ -147,7 +147,7 @@ def _print_worst(configs: dict, most: int = 10) -> None:
 
 @app.command()
 @friendly
-def report(db: Db = None, device: Dev = None,
+def report(db: Db = None, device: AnalysedDev = None,
            out_dir: Annotated[Optional[str], typer.Option("--out", help="write PNG heatmaps and index.html here "
                                                                         "(needs the report extra: "
                                                                         "matplotlib)")] = None):

@@ -28,6 +28,8 @@ DecideDb = Annotated[Optional[str], typer.Option("--db", help="SQLite store (def
                                                               "./heuristics.db); "
                                                              "none: decide by the built-in rule alone")]
 Dev = Annotated[Optional[str], typer.Option("--device", help="auto | cpu | cuda[:N] | a device name in the database")]
+AnalysedDev = Annotated[Optional[str], typer.Option("--device", help="a device name in the database, or auto | cpu | "
+                                                                      "cuda[:N] (default: the one it recorded last)")]
 LocalDev = Annotated[Optional[str], typer.Option("--device", help="the device to measure on: auto | cpu | cuda[:N]")]
 
 

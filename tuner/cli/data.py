@@ -1,19 +1,24 @@
 """tuner export and tuner import: measurements between hosts, decisions as per-device JSON."""
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
-from .app import Db, Dev, app, friendly, out, require_db, written_db
+from .app import Db, app, friendly, out, require_db, written_db
+
+RecordedDev = Annotated[Optional[str], typer.Option("--device", help="a device name as the database records it "
+                                                                      "(tuner show lists them; default: every one)")]
 
 
 @app.command("export")
 @friendly
 def export_(out_path: Annotated[str, typer.Option("--out", help="file (jsonl) or directory (vllm-json)")],
             format: Annotated[str, typer.Option("--format", help="jsonl | vllm-json")] = "jsonl",
-            db: Db = None, device: Dev = None):
-    """Export measurements (jsonl, to merge on another host) or per-device decisions (vllm-json)."""
+            db: Db = None, device: RecordedDev = None):
+    """Export measurements (jsonl, to merge on another host) or per-device decisions (vllm-json: for each
+    device, {configuration: {"batch_size,q_len,kv_len,max_kv_len,kv_balance": decision}} of every measured cell,
+    for serving code that reads a table instead of importing the dispatcher)."""
     require_db(db)
     from pathlib import Path
 

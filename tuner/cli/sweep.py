@@ -1,6 +1,8 @@
 """tuner sweep: on this host, on several GPUs (--devices) or over Ray (--ray)."""
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated, Optional
 
 import typer
@@ -143,7 +145,7 @@ def sweep(
     if search == "adaptive":
         total = library.adaptive_total(explicit or library.sweep_problems(req, dev), budget)
     Store(db).close()                                                # so does a database we cannot use
-    with _bar() as bar:
+    with _bar() as bar, _kept_on_interrupt(bar):
         task = bar.add_task("sweep", total=None, now="", resumed=0)
 
         def tick(o):
@@ -172,7 +174,7 @@ def _devices_sweep(req, problems, db, opts, spec: str) -> None:
     mode = req.timing or default_timing_mode(devs[0])
     library.check_sweep(devs[0], mode, opts)
     Store(db).close()
-    with _bar() as bar:
+    with _bar() as bar, _kept_on_interrupt(bar):
         total = bar.add_task("total", total=len(probs), now="", resumed=0)
         # a device's clock starts once calibration is over, and its pace is read at its last problem
         per = {label(d): bar.add_task(label(d), total=None, now="", start=False, each=0.0) for d in devs}
@@ -209,6 +211,19 @@ def _ray_sweep(req, problems, db, opts, address: str, shards: int | None) -> Non
         report = ray_sweep(req, probs, db, opts, None if address == "local" else address, shards, tick,
                            lambda m: bar.console.print(escape(m)))
     _print_summary(report)
+
+
+@contextmanager
+def _kept_on_interrupt(bar: Progress) -> Iterator[None]:
+    """On Ctrl-C, how many problems this run stored (each as it finished), from the bar's first task."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        t = bar.tasks[0]
+        resumed = t.fields.get("resumed", 0)
+        bar.console.print(f"{int(t.completed) - resumed} problems measured and stored before the interrupt"
+                          + (f" ({resumed} more were measured before)" if resumed else ""), highlight=False)
+        raise
 
 
 def _outcome_line(o) -> str:
