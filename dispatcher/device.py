@@ -48,6 +48,11 @@ def _versions() -> dict[str, str]:
     return v
 
 
+def folded(name: str) -> str:
+    """A device name as matched: "nvidia  h200" is NVIDIA H200 (case and spacing are not part of it)."""
+    return " ".join(str(name).split()).casefold()
+
+
 def describe(device: str | None = "auto") -> DeviceInfo:
     """Describe a local device: "auto" (a GPU when present, else the CPU), "cpu", "cuda" or "cuda:N"."""
     spec = (device or "auto").lower()

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from . import store
 from .decision import Decision, Source
-from .device import KNOWN, DeviceInfo, describe, named
+from .device import KNOWN, DeviceInfo, describe, folded, named
 from .pipeline import Pipeline, candidates
 from .policy import max_relerr as relerr_budget
 from .predictor import Predictor, PredictorConfig
@@ -40,7 +40,8 @@ class Dispatcher:
         self._refused: dict[tuple[Any, ...], tuple[Decision, AttentionProblem]] = {}   # (cell, refused pipelines)
         self.misses: dict[AttentionProblem, int] = {}          # cells answered without a measurement
         self.db: Path | None = None                        # set by load(); used by refresh and flush
-        self.elsewhere: tuple[str, ...] = ()               # set by load(): the db's other devices, where none is this
+        self.elsewhere: tuple[str, ...] = ()               # set by load(): what the db holds, where none is this
+        self.rule_only = False                             # set by rule_only(): no database at all
 
     def choose(self, problem: AttentionProblem) -> Decision:
         """The decision for a problem: a dict lookup once asked before, two once its cell has been
@@ -149,12 +150,12 @@ class Dispatcher:
                    f"rule {self.rule} picks {pick.id}")
         elif self.db is not None and not self.db.exists():
             why = f"no database {self.db.name!r} (see --db / $SWITCHYARD_DB); rule {self.rule} picks {pick.id}"
-        elif self.db is None and not self.table:        # rule_only(): `tuner decide --db none`
+        elif self.rule_only:                            # `tuner decide --db none`
             why = f"no database (--db none, rule_only): rule {self.rule} picks {pick.id}"
         elif not self.table and self.elsewhere:         # the likelier mistake: the host asked, another GPU's db
-            why = (f"{self.db.name if self.db else 'the database'} holds no measurements of {self.device.name}, "
-                   f"only of {', '.join(self.elsewhere)} (name that device: --device / device=); rule {self.rule} "
-                   f"picks {pick.id}")
+            why = (f"{self.db.name if self.db else 'the database'} holds no measurements of {self.device.name} "
+                   f"timed in {self.timing_mode} mode, only of {', '.join(self.elsewhere)} (name that device); rule "
+                   f"{self.rule} picks {pick.id}")
         else:
             why = f"no measurement of this shape family on {self.device.name}; rule {self.rule} picks {pick.id}"
         if rule_notes:
@@ -212,8 +213,7 @@ def resolve_device(device: str | None, envs: list[dict[str, Any]]) -> DeviceInfo
         return describe(spec)
     rows = [e for e in envs if e["device_name"] == spec]
     if not rows:                          # "nvidia  h200" is NVIDIA H200: as recorded, in any case and spacing
-        folded = " ".join(spec.split()).casefold()
-        rows = [e for e in envs if " ".join(str(e["device_name"]).split()).casefold() == folded]
+        rows = [e for e in envs if folded(e["device_name"]) == folded(spec)]
     if not rows:
         names = sorted({e["device_name"] for e in envs})
         raise ValueError(f"device {spec!r} is not in the database; it holds: "
@@ -236,7 +236,9 @@ def rule_only(device: str | None = None, *, rule: str = DEFAULT_RULE,
     else:
         raise ValueError(f"device {spec!r} is unknown without a database; name a local device (auto, cpu, "
                          f"cuda:N) or one of {', '.join(KNOWN)}")
-    return Dispatcher(Table(), dev, registry, rule, None, default_timing_mode(dev))
+    d = Dispatcher(Table(), dev, registry, rule, None, default_timing_mode(dev))
+    d.rule_only = True
+    return d
 
 
 def device_of(db: store.DbPath, device: str | None) -> DeviceInfo:
@@ -259,8 +261,9 @@ def load(db: store.DbPath = None, device: str | None = None, *, rule: str = DEFA
          registry: dict[str, KernelSpec] | None = None, predictor: PredictorConfig | None = None,
          missing_ok: bool = False) -> Dispatcher:
     """Load the decision table for `device` from the database once (see Dispatcher.choose). A path that
-    names no file is an error (a mistyped one would quietly decide by rule alone); with `missing_ok`, the
-    rule decides until the file appears (dispatcher.live.keep_fresh then loads it)."""
+    names no file is an error (a mistyped one would quietly decide by rule alone); with `missing_ok` and
+    this host's device (auto, cpu, cuda[:N]; a recorded name needs the file), the rule decides, and
+    dispatcher.live.keep_fresh loads the file once it appears."""
     if not missing_ok and not store.default_path(db).exists():
         raise StoreError(f"{store.default_path(db)}: no such database; give the path of a heuristics.db (`tuner "
                          "sweep` makes one), or pass missing_ok=True to decide by the built-in rule until it exists")
@@ -268,9 +271,22 @@ def load(db: store.DbPath = None, device: str | None = None, *, rule: str = DEFA
     mode = timing_mode or default_timing_mode(dev)
     d = Dispatcher(read_table(db, dev, mode), dev, registry, rule, max_relerr, mode, predictor=predictor)
     d.db = store.default_path(db)          # where it was read from: refresh and miss flushes use it
-    if not d.table:
-        d.elsewhere = tuple(n for n in store.device_names(db) if n != dev.name)
+    d.elsewhere = held_elsewhere(db, dev, mode) if not d.table else ()
     return d
+
+
+def held_elsewhere(db: store.DbPath, device: DeviceInfo, timing_mode: str) -> tuple[str, ...]:
+    """The devices (and timing modes) `db` holds other than `device` in `timing_mode`: said when a
+    dispatcher finds none of its own, since asking of another GPU's database is the likelier mistake."""
+    conn = store.open_readonly(db)
+    if conn is None:
+        return ()
+    try:
+        envs = store.environments(conn)
+    finally:
+        conn.close()
+    other = {(e["device_name"], e["timing_mode"]) for e in envs} - {(device.name, timing_mode)}
+    return tuple(sorted(f"{n} ({m} mode)" if n == device.name else n for n, m in other))
 
 
 def read_table(db: store.DbPath, device: DeviceInfo, timing_mode: str) -> Table:

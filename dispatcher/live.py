@@ -10,7 +10,7 @@ import atexit
 import threading
 
 from . import store
-from .dispatch import Dispatcher, read_table
+from .dispatch import Dispatcher, held_elsewhere, read_table
 
 
 class Live:
@@ -37,7 +37,9 @@ class Live:
                 self._sig = sig
                 content = store.content_version(self.d.db)
                 if content != self._content:           # measurements changed, not just misses
-                    self.d.swap_table(read_table(self.d.db, self.d.device, self.d.timing_mode))
+                    table = read_table(self.d.db, self.d.device, self.d.timing_mode)
+                    self.d.elsewhere = held_elsewhere(self.d.db, self.d.device, self.d.timing_mode) if not table else ()
+                    self.d.swap_table(table)
                     self._content = content
                     self.reloads += 1
                     reloaded = True

@@ -133,7 +133,7 @@ def add_misses(db: DbPath, device_name: str, timing_mode: str,
 
 def misses(conn: sqlite3.Connection, device_name: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
     try:
-        where, args = ("where device_name = ?", [device_name]) if device_name else ("", [])
+        where, args = ("where device_name = ? collate nocase", [device_name]) if device_name else ("", [])
         return [dict(r) for r in conn.execute(
             f"select * from misses {where} order by count desc, problem_key limit ?", [*args, limit])]
     except sqlite3.OperationalError:       # a database from before the misses table

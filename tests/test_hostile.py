@@ -117,6 +117,10 @@ def test_serve_refuses_bad_databases_and_settings_in_one_line(db, tmp_path):
     with socket.create_server(("127.0.0.1", 0)) as taken:        # uvicorn's own error was a log line, exit 1
         port = taken.getsockname()[1]
         one_line_error(tuner("serve", "--db", str(db), "--port", str(port)), f"cannot listen on 127.0.0.1:{port}")
+        fresh = tmp_path / "fresh.db"                  # --new-db made it, then uvicorn failed: an empty db stayed
+        one_line_error(tuner("serve", "--db", str(fresh), "--new-db", "--token-file", str(token), "--port", str(port)),
+                       "cannot listen")
+        assert not fresh.exists()
     empty = tuner("decide", "--db", str(db), "--input", "-", input="")
     assert empty.returncode == 0 and "--input - held no problems: nothing decided" in empty.stderr
 

@@ -51,3 +51,8 @@ def test_a_missing_database_is_an_error_unless_missing_ok(tmp_path):
         load(tmp_path / "heuristcs.db", "cpu")         # a typo used to decide by rule alone, quietly
     dec = load(tmp_path / "heuristcs.db", "cpu", missing_ok=True).choose(small())
     assert dec.source == "rule" and "vllm-0.33" in dec.reason
+    from dispatcher.device import describe
+    from dispatcher.dispatch import Dispatcher
+    from dispatcher.table import Table
+    built = Dispatcher(Table(), describe("cpu")).choose(small()).reason     # handed a table: not "--db none"
+    assert "no measurement of this shape family" in built and "--db none" not in built

@@ -117,6 +117,7 @@ def test_a_device_or_database_that_is_not_there_is_named(tmp_path):
     with pytest.raises(ValueError, match=r"device 'cpu' is not in .*heuristics\.db; it holds: NVIDIA H200"):
         export_vllm_json(ROOT / "heuristics.db", tmp_path / "vj", "cpu")      # it wrote an empty cpu.json
     assert not (tmp_path / "vj").exists()
+    assert export_jsonl(ROOT / "heuristics.db", tmp_path / "y.jsonl", "nvidia h200") > 0       # spelled any way
     with pytest.raises(StoreError, match=r"none\.db: no such database"):
         load(tmp_path / "none.db", "NVIDIA H200")
     with pytest.raises(ValueError, match=r"none\.db does not exist, so device 'NVIDIA H200' has no measurements"):

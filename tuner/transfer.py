@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from dispatcher import store as reader
-from dispatcher.device import named
+from dispatcher.device import folded, named
 from dispatcher.policy import max_relerr
 from dispatcher.problem import AttentionProblem
 from dispatcher.registry import load_registry
@@ -28,11 +28,13 @@ ENV_FIELDS = ("device_name", "device_kind", "compute_capability", "sm_count", "m
               "cuda", "torch", "flashinfer", "python", "timing_mode")
 
 
-def _require_device(db, device: str | None, held: list[str]) -> None:
-    """An export names a device by its recorded name, or none (all of them)."""
-    if device and device not in held:
+def _require_device(db, device: str | None, held: list[str]) -> str | None:
+    """The recorded name of the device an export names (in any case and spacing), or None (all of them)."""
+    named = [n for n in held if device and folded(n) == folded(device)]
+    if device and not named:
         raise ValueError(f"device {device!r} is not in {reader.default_path(db)}; it holds: "
                          f"{', '.join(held) or 'no environments yet'} (export names a recorded device)")
+    return named[0] if named else None
 
 
 def export_jsonl(db, out: Path, device: str | None = None) -> int:
@@ -43,7 +45,7 @@ def export_jsonl(db, out: Path, device: str | None = None) -> int:
     n = 0
     try:
         envs = {e["id"]: e for e in reader.environments(conn)}
-        _require_device(db, device, sorted({e["device_name"] for e in envs.values()}))
+        device = _require_device(db, device, sorted({e["device_name"] for e in envs.values()}))
         with open(out, "w") as f:
             for r in conn.execute("select * from measurements order by env_id, id"):
                 env = envs[r["env_id"]]
@@ -189,7 +191,7 @@ def export_vllm_json(db, out_dir: Path, device: str | None = None) -> list[Path]
         names = sorted({e["device_name"] for e in reader.environments(conn)})
     finally:
         conn.close()
-    _require_device(db, device, names)          # `--device cpu` used to write an empty cpu.json
+    device = _require_device(db, device, names)          # `--device cpu` used to write an empty cpu.json
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name in [device] if device else names:

@@ -72,7 +72,7 @@ def require_db(db: str | None) -> None:
 
 def written_db(db: str | None, command: str) -> str | None:
     """--db of a command that writes: `none` names no database there (it would create a file named none)."""
-    if db is not None and db.strip().lower() == "none":
+    if default_path(db).name.strip().lower() == "none":                 # --db none, or $SWITCHYARD_DB=none
         raise ValueError(f"--db none decides by the built-in rule alone (tuner decide); {command} writes into a "
                          "database: name its file, or leave --db out for $SWITCHYARD_DB or ./heuristics.db")
     return db

@@ -8,7 +8,7 @@ import typer
 
 from dispatcher.store import default_path
 
-from .app import Db, Dev, app, err, friendly
+from .app import Db, Dev, app, err, friendly, written_db
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 
@@ -54,6 +54,7 @@ def serve(host: Annotated[str, typer.Option(help="bind address (loopback by defa
         raise ValueError(f"--log-level {log_level!r} is not one of {', '.join(LOG_LEVELS)}")
     token = configured_token(token_file)
     policy = "anyone" if tune_misses_without_token else "writers" if tune_misses else "off"
+    _check_port(host, port)                 # before --new-db makes a file: uvicorn would only log the error
     if not default_path(db).exists():
         if not new_db:                      # a mistyped --db would serve the rule alone, and quietly
             raise ValueError(f"{default_path(db)}: no such database; point --db (or $SWITCHYARD_DB) at a "
@@ -62,14 +63,13 @@ def serve(host: Annotated[str, typer.Option(help="bind address (loopback by defa
         if not token and policy != "anyone":
             raise ValueError("--new-db needs something to fill the new database: writes enabled (SWITCHYARD_TOKEN or "
                              "--token-file) for POST /v1/sweeps, or --tune-misses-without-token to measure its misses")
-        Store(db).close()
+        Store(written_db(db, "tuner serve --new-db")).close()
         fills = " and ".join(["POST /v1/sweeps"] * bool(token) + ["tuning misses"] * (policy != "off"))
         err.print(f"{default_path(db)}: a new, empty database ({fills} fills it)", highlight=False)
     conn = open_readonly(db)                # garbage, another program's file, a directory: one line here
     if conn is not None:
         conn.close()
     device_of(db, device)                   # a device neither here nor in the database: one line here
-    _check_port(host, port)                 # uvicorn would log a traceback-like error and exit 1
     app = create_app(db=db, device=device, token_file=token_file, tune_misses=policy,
                      refresh_s=refresh_s, idle_s=idle_s)
     access = logging.getLogger("switchyard.access")
@@ -81,11 +81,21 @@ def serve(host: Annotated[str, typer.Option(help="bind address (loopback by defa
 
 
 def _check_port(host: str, port: int) -> None:
-    """ValueError naming the port when it cannot be bound (taken, or not this host's address)."""
+    """ValueError naming the address when it cannot be bound: taken, or not this host's. Every address
+    the host resolves to is tried, as uvicorn binds them (IPv6 included)."""
     import socket
     try:
-        with socket.create_server((host, port)):
-            pass
-    except OSError as e:
-        raise ValueError(f"cannot listen on {host}:{port} ({e.strerror or e}): another process holds the port, or "
-                         "the host is not this machine's; pass another --port (or --host)") from None
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as e:
+        raise ValueError(f"--host {host!r} does not resolve ({e.strerror}); give an address such as "
+                         "127.0.0.1") from None
+    for family, kind, proto, _, address in infos:
+        with socket.socket(family, kind, proto) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)     # as uvicorn does: TIME_WAIT is no obstacle
+            if family == socket.AF_INET6:
+                s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                s.bind(address)
+            except OSError as e:
+                raise ValueError(f"cannot listen on {host}:{port} ({e.strerror}): another process holds the port, "
+                                 "or the host is not this machine's; pass another --port (or --host)") from None

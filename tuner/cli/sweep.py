@@ -219,10 +219,12 @@ def _kept_on_interrupt(bar: Progress) -> Iterator[None]:
     try:
         yield
     except KeyboardInterrupt:
-        t = bar.tasks[0]
-        resumed = t.fields.get("resumed", 0)
-        bar.console.print(f"{int(t.completed) - resumed} problems measured and stored before the interrupt"
-                          + (f" ({resumed} more were measured before)" if resumed else ""), highlight=False)
+        if bar.tasks:                       # none yet: interrupted before the sweep began
+            t = bar.tasks[0]
+            resumed = t.fields.get("resumed", 0)
+            n = int(t.completed) - resumed
+            bar.console.print(f"{n} problem{'s' * (n != 1)} measured and stored before the interrupt"
+                              + (f" ({resumed} more were measured before)" if resumed else ""), highlight=False)
         raise
 
 
