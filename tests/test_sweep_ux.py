@@ -356,3 +356,11 @@ def test_a_worker_that_cannot_even_be_spawned_is_a_start_error_not_failed_pipeli
     monkeypatch.setattr(m.ctx, "Pipe", no_fds)
     with pytest.raises(WorkerStartError, match=r"cpu#0 could not be started: \[Errno 24\] Too many open files"):
         m.measure(small(), [None], SweepOptions())      # a pipeline to measure: the worker is started for it
+
+
+def test_a_sweep_into_the_shipped_database_says_so(tmp_path, monkeypatch):
+    from tuner.cli.sweep import shipped_note
+    monkeypatch.delenv("SWITCHYARD_DB", raising=False)
+    monkeypatch.chdir(ROOT)                         # the README's main job: no --db, run in the checkout
+    assert "writing into the repository's heuristics.db" in shipped_note(None)
+    assert shipped_note(tmp_path / "h.db") is None

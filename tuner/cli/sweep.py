@@ -145,6 +145,8 @@ def sweep(
     if search == "adaptive":
         total = library.adaptive_total(explicit or library.sweep_problems(req, dev), budget)
     Store(db).close()                                                # so does a database we cannot use
+    if (note := shipped_note(db)) is not None:
+        err.print(note, highlight=False)
     with _bar() as bar, _kept_on_interrupt(bar):
         task = bar.add_task("sweep", total=None, now="", resumed=0)
 
@@ -211,6 +213,17 @@ def _ray_sweep(req, problems, db, opts, address: str, shards: int | None) -> Non
         report = ray_sweep(req, probs, db, opts, None if address == "local" else address, shards, tick,
                            lambda m: bar.console.print(escape(m)))
     _print_summary(report)
+
+
+def shipped_note(db) -> str | None:
+    """What a sweep into the repository's committed heuristics.db does to it (the README's main job does)."""
+    from dispatcher.store import default_path
+
+    from ..store import is_shipped
+    if not is_shipped(default_path(db)):
+        return None
+    return ("writing into the repository's heuristics.db: this host's measurements go beside the shipped H200's "
+            "(`git checkout heuristics.db` undoes it; --db another.db keeps them apart)")
 
 
 @contextmanager
