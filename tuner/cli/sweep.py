@@ -54,7 +54,9 @@ def sweep(
                                                         "the decode points: for --search adaptive)")] = False,
     mixed: Annotated[bool, typer.Option("--mixed", help="the full grid with decode's skew axis: batches with one "
                                                         "request 2-32x the mean (3.3x the decode points: for "
-                                                        "--search adaptive)")] = False,
+                                                        "--search adaptive; measured so far, these batches make "
+                                                        "decisions on random mixed batches worse, see "
+                                                        "docs/mixed-batches.md)")] = False,
     timing: Annotated[Optional[str], typer.Option(help="graph | eager on CUDA (default graph); the CPU uses "
                                                        "wall")] = None,
     max_relerr: Annotated[Optional[float], typer.Option(help="accuracy budget for every pipeline (default: per "
