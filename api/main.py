@@ -23,6 +23,11 @@ from .metrics import Metrics
 from .routes import decisions, environments, kernels, sweeps
 
 
+def without_host_path(text: str, db: str | Path | None) -> str:
+    """`text` with the database's path cut to its name: no host paths over HTTP."""
+    return text.replace(str(default_path(db)), default_path(db).name)
+
+
 def db_problem(db: str | Path | None) -> str | None:
     """Why the database cannot be read now (a file replaced by garbage while serving), or None."""
     try:
@@ -33,7 +38,7 @@ def db_problem(db: str | Path | None) -> str | None:
             finally:
                 conn.close()
     except (StoreError, sqlite3.DatabaseError) as e:
-        return str(e).replace(str(default_path(db)), default_path(db).name)    # no host paths over HTTP
+        return without_host_path(str(e), db)
     return None
 
 
@@ -92,8 +97,7 @@ def create_app(db: str | Path | None = None, device: str | None = None, token_fi
             body["reason"] = why
         paused = app.state.jobs.miss_tuning()
         if paused is not None:
-            error = paused["last_error"] or ""
-            body["miss_tuning"] = {**paused, "last_error": error.replace(str(default_path(db)), default_path(db).name)}
+            body["miss_tuning"] = {**paused, "last_error": without_host_path(paused["last_error"] or "", db)}
         return JSONResponse(status_code=200 if why is None else 503, content=body)
 
     @app.get("/metrics", response_class=PlainTextResponse, tags=["health"])

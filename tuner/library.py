@@ -131,7 +131,6 @@ def start_sweep(req: SweepRequest, db=None, opts: SweepOptions = SweepOptions(),
                 allow_shipped: bool = True, say=print, search: str = "grid", budget: float = 1 / 3) -> SweepReport:
     dev = describe(req.device)
     mode = req.timing or default_timing_mode(dev)
-    check_sweep(dev, mode, opts)
     probs = sweep_problems(req, dev)
     if not allow_shipped and is_shipped(default_path(db)):
         raise StoreError("refusing to write the shipped heuristics.db here; pass another --db")

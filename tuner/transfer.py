@@ -30,11 +30,11 @@ ENV_FIELDS = ("device_name", "device_kind", "compute_capability", "sm_count", "m
 
 def _require_device(db, device: str | None, held: list[str]) -> str | None:
     """The recorded name of the device an export names (in any case and spacing), or None (all of them)."""
-    named = [n for n in held if device and folded(n) == folded(device)]
-    if device and not named:
+    matches = [n for n in held if device and folded(n) == folded(device)]
+    if device and not matches:
         raise ValueError(f"device {device!r} is not in {reader.default_path(db)}; it holds: "
                          f"{', '.join(held) or 'no environments yet'} (export names a recorded device)")
-    return named[0] if named else None
+    return matches[0] if matches else None
 
 
 def export_jsonl(db, out: Path, device: str | None = None) -> int:

@@ -70,9 +70,14 @@ def require_db(db: str | None) -> None:
                          "(or $SWITCHYARD_DB) at a heuristics.db")
 
 
+def no_db(db: str | None) -> bool:
+    """--db none (or $SWITCHYARD_DB=none): no database, the built-in rule alone."""
+    return default_path(db).name.strip().lower() == "none"
+
+
 def written_db(db: str | None, command: str) -> str | None:
     """--db of a command that writes: `none` names no database there (it would create a file named none)."""
-    if default_path(db).name.strip().lower() == "none":                 # --db none, or $SWITCHYARD_DB=none
+    if no_db(db):
         raise ValueError(f"--db none decides by the built-in rule alone (tuner decide); {command} writes into a "
                          "database: name its file, or leave --db out for $SWITCHYARD_DB or ./heuristics.db")
     return db
@@ -80,7 +85,7 @@ def written_db(db: str | None, command: str) -> str | None:
 
 def dispatcher_for(db: str | None, device: str | None) -> Dispatcher:
     """The dispatcher `tuner decide` asks: from the database, or from the rule alone with --db none."""
-    if db is not None and db.strip().lower() == "none":
+    if no_db(db):
         return rule_only(device)
     try:
         require_db(db)
