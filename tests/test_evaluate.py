@@ -53,7 +53,7 @@ def test_held_out_regret_and_the_worst_misses_on_the_shipped_h200_data():
 
 def test_measuring_mixed_batches_leaves_the_uniform_hold_out_as_it_was(tmp_path):
     # the shipped db holds the skew grid's mixed batches: a seed holds out the uniform cells it held out
-    # before they were added (the README's held-out column), the mixed ones drawn apart
+    # before they were added (docs/results.md's held-out column), the mixed ones drawn apart
     import sqlite3
     before = tmp_path / "uniform.db"
     before.write_bytes(SHIPPED.read_bytes())
