@@ -7,6 +7,7 @@ from typing import Any, Literal
 from . import store
 from .decision import Decision, Source
 from .device import KNOWN, DeviceInfo, describe, folded, named
+from .measurements import Lent, borrowing, held_elsewhere, read_rows, read_table, table_for  # noqa: F401 (their home was here)
 from .pipeline import Pipeline, candidates
 from .policy import max_relerr as relerr_budget
 from .predictor import Predictor, PredictorConfig
@@ -42,6 +43,8 @@ class Dispatcher:
         self.db: Path | None = None                        # set by load(); used by refresh and flush
         self.elsewhere: tuple[str, ...] = ()               # set by load(): what the db holds, where none is this
         self.rule_only = False                             # set by rule_only(): no database at all
+        self.lent: Lent | None = None                      # set by load(): another GPU's measurements used here
+        self.borrow = False                                # set by load(): whether a refresh may use them
 
     def choose(self, problem: AttentionProblem) -> Decision:
         """The decision for a problem: a dict lookup once asked before, two once its cell has been
@@ -86,11 +89,11 @@ class Dispatcher:
         """Decisions held in the caches (each is emptied when it reaches CACHE_LIMIT)."""
         return len(self._cache) + len(self._cells) + len(self._refused)
 
-    def swap_table(self, table: Table) -> None:
-        """Replace the table (the model is fitted to it first): a choose() sees the old or the new
-        table's decisions, never a mix."""
+    def swap_table(self, table: Table, lent: Lent | None = None) -> None:
+        """Replace the table (the model is fitted to it first) and what of it another GPU lent: a choose()
+        sees the old or the new table's decisions, never a mix."""
         model = self.predictor.fit(table, self.device, self.registry)
-        self.table, self.model, self._cache, self._cells, self._refused = table, model, {}, {}, {}
+        self.table, self.model, self.lent, self._cache, self._cells, self._refused = table, model, lent, {}, {}, {}
 
     # -- off the fast path: once per cell ----------------------------------------------
     def _refuses(self, kernel: str, tactic: Any, problem: AttentionProblem) -> bool:
@@ -127,7 +130,11 @@ class Dispatcher:
         ranking = rank(self.table.timings(p), budget, pick.id, allowed)
         if ranking is not None:
             at = self.table.measured_at.get(p, p)
-            return self._from_ranking(ranking, "measured", budget, f"measured at {_sizes(at)}")
+            lent = self.lent.note(p, measured=True) if self.lent else ""
+            # measured on another GPU is not measured here: `measured` stays a promise about this device
+            return self._from_ranking(ranking, "learned" if lent else "measured", budget,
+                                      f"measured at {_sizes(at)}{lent}")
+        lent = self.lent.note(p, measured=False) if self.lent else ""
         if self.learned:
             rough = self.model.uses_ragged_prior(p)      # its times are estimates: the rule stands within more
             keep = KEEP_RULE_SPREADS * (self.model.config.ragged_keep if rough else 1.0)
@@ -138,11 +145,11 @@ class Dispatcher:
                          else f"predicted at {_sizes(p)} from measured neighbours")
                 if rough and (n := self.model.mixed_residuals(p, ranking.winner.pipeline.id)):
                     where += f", scaled by its error at the {n} nearest measured mixed batches"
-                return self._from_ranking(ranking, "learned", budget, where)
+                return self._from_ranking(ranking, "learned", budget, where + lent)
         for near in self.model.neighbours(p):
             ranking = rank(self.table.timings(near), budget, pick.id, allowed)
             if ranking is not None:
-                where = f"nearest measured shape {_sizes(near)}"
+                where = f"nearest measured shape {_sizes(near)}{lent}"
                 return self._from_ranking(ranking, "nearest", budget, where)
         over = sorted(t.pipeline.id for t in self.table.timings(p) if t.relerr is not None and t.relerr > budget)
         if over:
@@ -259,49 +266,22 @@ def device_of(db: store.DbPath, device: str | None) -> DeviceInfo:
 def load(db: store.DbPath = None, device: str | None = None, *, rule: str = DEFAULT_RULE,
          timing_mode: str | None = None, max_relerr: float | None = None,
          registry: dict[str, KernelSpec] | None = None, predictor: PredictorConfig | None = None,
-         missing_ok: bool = False) -> Dispatcher:
+         missing_ok: bool = False, borrow: bool | None = None) -> Dispatcher:
     """Load the decision table for `device` from the database once (see Dispatcher.choose). A path that
     names no file is an error (a mistyped one would quietly decide by rule alone); with `missing_ok` and
     this host's device (auto, cpu, cuda[:N]; a recorded name needs the file), the rule decides, and
-    dispatcher.live.keep_fresh loads the file once it appears."""
+    dispatcher.live.keep_fresh loads the file once it appears. With `borrow` (default: $SWITCHYARD_BORROW,
+    else on), a shape family `device` has no measurements of is read from a GPU of the same compute
+    capability and SM count (twin_of), and its decisions say so and are never `measured`."""
     if not missing_ok and not store.default_path(db).exists():
         raise StoreError(f"{store.default_path(db)}: no such database; give the path of a heuristics.db (`tuner "
                          "sweep` makes one), or pass missing_ok=True to decide by the built-in rule until it exists")
     dev = device_of(db, device)
     mode = timing_mode or default_timing_mode(dev)
-    d = Dispatcher(read_table(db, dev, mode), dev, registry, rule, max_relerr, mode, predictor=predictor)
+    borrow = borrowing() if borrow is None else borrow
+    table, lent = table_for(db, dev, mode, borrow, (predictor or PredictorConfig()).k_nearest)
+    d = Dispatcher(table, dev, registry, rule, max_relerr, mode, predictor=predictor)
     d.db = store.default_path(db)          # where it was read from: refresh and miss flushes use it
     d.elsewhere = held_elsewhere(db, dev, mode) if not d.table else ()
+    d.lent, d.borrow = lent, borrow
     return d
-
-
-def held_elsewhere(db: store.DbPath, device: DeviceInfo, timing_mode: str) -> tuple[str, ...]:
-    """The devices (and timing modes) `db` holds other than `device` in `timing_mode`: said when a
-    dispatcher finds none of its own, since asking of another GPU's database is the likelier mistake."""
-    conn = store.open_readonly(db)
-    if conn is None:
-        return ()
-    try:
-        envs = store.environments(conn)
-    finally:
-        conn.close()
-    other = {(e["device_name"], e["timing_mode"]) for e in envs} - {(device.name, timing_mode)}
-    return tuple(sorted(f"{n} ({m} mode)" if n == device.name else n for n, m in other))
-
-
-def read_table(db: store.DbPath, device: DeviceInfo, timing_mode: str) -> Table:
-    """The measurements of `device` in `timing_mode` (every environment of it, oldest first), by cell."""
-    return Table.from_rows(read_rows(db, device, timing_mode))
-
-
-def read_rows(db: store.DbPath, device: DeviceInfo, timing_mode: str) -> list[Any]:
-    """The ok measurement rows of `device` in `timing_mode`, oldest environment first."""
-    conn = store.open_readonly(db)
-    if conn is None:
-        return []
-    try:
-        envs = store.environments(conn)
-        ids = [e["id"] for e in envs if e["device_name"] == device.name and e["timing_mode"] == timing_mode]
-        return store.ok_measurements(conn, ids) if ids else []
-    finally:
-        conn.close()

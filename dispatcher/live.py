@@ -10,7 +10,8 @@ import atexit
 import threading
 
 from . import store
-from .dispatch import Dispatcher, held_elsewhere, read_table
+from .dispatch import Dispatcher
+from .measurements import held_elsewhere, table_for
 
 
 class Live:
@@ -37,9 +38,10 @@ class Live:
                 self._sig = sig
                 content = store.content_version(self.d.db)
                 if content != self._content:           # measurements changed, not just misses
-                    table = read_table(self.d.db, self.d.device, self.d.timing_mode)
+                    table, lent = table_for(self.d.db, self.d.device, self.d.timing_mode, self.d.borrow,
+                                            self.d.predictor.config.k_nearest)
                     self.d.elsewhere = held_elsewhere(self.d.db, self.d.device, self.d.timing_mode) if not table else ()
-                    self.d.swap_table(table)
+                    self.d.swap_table(table, lent)
                     self._content = content
                     self.reloads += 1
                     reloaded = True

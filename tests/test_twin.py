@@ -1,0 +1,129 @@
+"""A GPU with no measurements of its own in a database decides from a twin of its architecture (the same
+compute capability and SM count), saying so and never calling it measured. Real measurements: the shipped
+H200 heuristics.db and the H100's of the same points (benchmarks/results/h100-2026-12-06-grid/)."""
+import json
+import lzma
+import shutil
+
+import pytest
+
+from dispatcher import load
+from dispatcher.device import DeviceInfo
+from dispatcher.live import keep_fresh
+from dispatcher.problem import AttentionProblem
+from tests.conftest import ROOT
+from tuner.store import Store
+from tuner.transfer import export_jsonl, import_jsonl
+
+H100 = DeviceInfo(name="NVIDIA H100 80GB HBM3", kind="cuda", compute_capability=(9, 0), sm_count=132)
+H20 = DeviceInfo(name="NVIDIA H20", kind="cuda", compute_capability=(9, 0), sm_count=78)
+SCOUT = dict(num_qo_heads=40, num_kv_heads=8, head_dim=128, page_size=16)
+FP8 = dict(SCOUT, phase="decode", q_len=1, kv_dtype="fp8", out_dtype="fp8")
+ASKED = [AttentionProblem(**FP8, batch_size=64, kv_len=4096),                     # a grid point
+         AttentionProblem(**FP8, batch_size=50, kv_len=3000),                     # between grid points
+         AttentionProblem(**FP8, batch_size=64, kv_len=2048, max_kv_len=32768),   # a mixed batch
+         AttentionProblem(**SCOUT, phase="prefill", batch_size=4, q_len=777, kv_len=777)]
+
+
+@pytest.fixture(scope="module")
+def h100_rows(tmp_path_factory):
+    """The H100's measurements of the shipped grid's points: their database, and its export lines."""
+    d = tmp_path_factory.mktemp("h100")
+    (d / "h100grid.db").write_bytes(lzma.decompress((ROOT / "benchmarks/results/h100-2026-12-06-grid/h100grid.db.xz")
+                                                    .read_bytes()))
+    export_jsonl(d / "h100grid.db", d / "all.jsonl")
+    return d / "h100grid.db", [json.loads(line) for line in (d / "all.jsonl").read_text().splitlines()]
+
+
+def shipped_with(tmp_path, device: DeviceInfo):
+    """The shipped database, plus an environment of `device` that has measured nothing yet."""
+    db = tmp_path / "heuristics.db"
+    shutil.copy(ROOT / "heuristics.db", db)
+    s = Store(db)
+    s.environment(device, "graph")
+    s.close()
+    return db
+
+
+def add(db, lines, tmp_path, keep=lambda m: True):
+    f = tmp_path / "part.jsonl"
+    f.write_text("".join(json.dumps(item) + "\n" for item in lines if keep(item["measurement"])))
+    import_jsonl(db, f)
+
+
+def in_family(p: AttentionProblem, cells: int | None = None):
+    """Measurements of p's shape family (uniform batches; the first `cells` batch sizes x KV lengths)."""
+    taken: list[tuple[int, int]] = []
+
+    def keep(m):
+        same = (m["phase"], m["num_qo_heads"], m["page_size"], m["kv_dtype"], m["out_dtype"]) == \
+            (p.phase, p.num_qo_heads, p.page_size, p.kv_dtype, p.out_dtype)
+        at = (m["batch_size"], m["kv_len"])
+        if not same or (cells is not None and at not in taken and len(taken) >= cells):
+            return False
+        if at not in taken:
+            taken.append(at)
+        return True
+    return keep
+
+
+def test_a_gpu_without_measurements_decides_as_its_twin_does_and_says_so(tmp_path):
+    db = shipped_with(tmp_path, H100)
+    h100, h200 = load(db, H100.name), load(db, "NVIDIA H200")
+    assert h100.lent is not None and h100.lent.twin.name == "NVIDIA H200"
+    for p in ASKED:
+        mine, twin = h100.choose(p), h200.choose(p)
+        assert mine.pipeline == twin.pipeline and mine.device == H100.name
+        assert mine.source != "measured"                    # measured on the H200 is not measured here
+        assert "on NVIDIA H200 (same SM90 and 132 SMs" in mine.reason
+    assert h200.choose(ASKED[0]).source == "measured"
+
+
+def test_another_architecture_or_borrow_off_decides_by_rule(tmp_path, monkeypatch):
+    db = shipped_with(tmp_path, H20)                        # SM90, but 78 SMs: not the H200's twin
+    dec = load(db, H20.name).choose(ASKED[0])
+    assert dec.source == "rule" and "holds no measurements of NVIDIA H20" in dec.reason
+    db = shipped_with(tmp_path, H100)
+    assert load(db, H100.name, borrow=False).choose(ASKED[0]).source == "rule"
+    monkeypatch.setenv("SWITCHYARD_BORROW", "0")
+    assert load(db, H100.name).choose(ASKED[0]).source == "rule"
+    monkeypatch.setenv("SWITCHYARD_BORROW", "maybe")
+    with pytest.raises(ValueError, match="SWITCHYARD_BORROW='maybe' is not a yes or no; set it to 0"):
+        load(db, H100.name)
+
+
+def test_a_family_swept_here_uses_its_own_measurements(tmp_path, h100_rows):
+    h100_db, lines = h100_rows
+    db = shipped_with(tmp_path, H100)
+    add(db, lines, tmp_path, in_family(ASKED[0]))
+    own = load(db, H100.name)
+    for p in ASKED[:3]:                                     # FP8 decode: the H100's own family now
+        assert "on NVIDIA H200" not in own.choose(p).reason
+    grid = own.choose(ASKED[0])
+    assert grid.source == "measured" and grid.pipeline == load(h100_db, H100.name).choose(ASKED[0]).pipeline
+    assert "on NVIDIA H200" in own.choose(ASKED[3]).reason  # prefill: still the H200's
+
+
+def test_a_few_measured_shapes_stand_beside_the_twins_family(tmp_path, h100_rows):
+    db = shipped_with(tmp_path, H100)
+    add(db, h100_rows[1], tmp_path, in_family(ASKED[0], cells=2))
+    d = load(db, H100.name)
+    mine = [c for c in d.table.by_family[ASKED[0].family()] if c not in d.lent.cells]
+    assert len(mine) == 2                                   # the H100's two cells, among the H200's
+    for cell in mine:
+        dec = d.choose(cell)
+        assert dec.source == "measured" and "on NVIDIA H200" not in dec.reason
+    assert "on NVIDIA H200" in d.choose(ASKED[1]).reason    # the rest of the family is still lent
+
+
+def test_a_refresh_stops_lending_a_family_once_it_is_swept_here(tmp_path, h100_rows):
+    db = shipped_with(tmp_path, H100)
+    d = load(db, H100.name)
+    live = keep_fresh(d, every_s=3600, record_misses=False)
+    try:
+        assert "on NVIDIA H200" in d.choose(ASKED[0]).reason
+        add(db, h100_rows[1], tmp_path, in_family(ASKED[0]))
+        assert live.tick()
+        assert d.choose(ASKED[0]).source == "measured" and "on NVIDIA H200" not in d.choose(ASKED[0]).reason
+    finally:
+        live.stop()
