@@ -7,7 +7,7 @@ from typing import Any, Literal
 from . import store
 from .decision import Decision, Source
 from .device import KNOWN, DeviceInfo, describe, folded, named
-from .measurements import Lent, borrowing, held_elsewhere, read_rows, read_table, table_for  # noqa: F401 (their home was here)
+from .measurements import borrowing, held_elsewhere, read_rows, read_table, table_for  # noqa: F401 (their home was here)
 from .pipeline import Pipeline, candidates
 from .policy import max_relerr as relerr_budget
 from .predictor import Predictor, PredictorConfig
@@ -15,7 +15,7 @@ from .problem import AttentionProblem
 from .registry import KernelSpec, ineligible_kernels, load_registry, tactic_reasons
 from .rules import DEFAULT_RULE, RULES, rule_pick
 from .schema import StoreError
-from .table import KEEP_RULE_SPREADS, Ranking, Table, rank
+from .table import KEEP_RULE_SPREADS, Lent, Ranking, Table, rank
 
 CACHE_LIMIT = 65536   # distinct buckets remembered; bounded so hostile traffic cannot grow memory
 MISS_LIMIT = 4096     # distinct missed cells counted between flushes
@@ -43,7 +43,6 @@ class Dispatcher:
         self.db: Path | None = None                        # set by load(); used by refresh and flush
         self.elsewhere: tuple[str, ...] = ()               # set by load(): what the db holds, where none is this
         self.rule_only = False                             # set by rule_only(): no database at all
-        self.lent: Lent | None = None                      # set by load(): another GPU's measurements used here
         self.borrow = False                                # set by load(): whether a refresh may use them
 
     def choose(self, problem: AttentionProblem) -> Decision:
@@ -89,11 +88,16 @@ class Dispatcher:
         """Decisions held in the caches (each is emptied when it reaches CACHE_LIMIT)."""
         return len(self._cache) + len(self._cells) + len(self._refused)
 
-    def swap_table(self, table: Table, lent: Lent | None = None) -> None:
-        """Replace the table (the model is fitted to it first) and what of it another GPU lent: a choose()
-        sees the old or the new table's decisions, never a mix."""
+    @property
+    def lent(self) -> Lent | None:
+        """What of the table another GPU measured (dispatcher.measurements.table_for), or None."""
+        return self.table.lent
+
+    def swap_table(self, table: Table) -> None:
+        """Replace the table (the model is fitted to it first): a choose() sees the old or the new
+        table's decisions, never a mix."""
         model = self.predictor.fit(table, self.device, self.registry)
-        self.table, self.model, self.lent, self._cache, self._cells, self._refused = table, model, lent, {}, {}, {}
+        self.table, self.model, self._cache, self._cells, self._refused = table, model, {}, {}, {}
 
     # -- off the fast path: once per cell ----------------------------------------------
     def _refuses(self, kernel: str, tactic: Any, problem: AttentionProblem) -> bool:
@@ -127,34 +131,34 @@ class Dispatcher:
                                           ineligible_kernels(self.registry, p, self.device).items()))
         allowed = {c.id for c in cands}
         budget = relerr_budget(p.kv_dtype, p.out_dtype, self.max_relerr)
-        ranking = rank(self.table.timings(p), budget, pick.id, allowed)
+        table, model = self.table, self.model       # one table and what of it was lent, whatever a refresh does
+        lent = table.lent.note if table.lent else (lambda cell, measured: "")
+        ranking = rank(table.timings(p), budget, pick.id, allowed)
         if ranking is not None:
-            at = self.table.measured_at.get(p, p)
-            lent = self.lent.note(p, measured=True) if self.lent else ""
+            at = table.measured_at.get(p, p)
             # measured on another GPU is not measured here: `measured` stays a promise about this device
-            return self._from_ranking(ranking, "learned" if lent else "measured", budget,
-                                      f"measured at {_sizes(at)}{lent}")
-        lent = self.lent.note(p, measured=False) if self.lent else ""
+            on = lent(p, True)
+            return self._from_ranking(ranking, "learned" if on else "measured", budget, f"measured at {_sizes(at)}{on}")
         if self.learned:
-            rough = self.model.uses_ragged_prior(p)      # its times are estimates: the rule stands within more
-            keep = KEEP_RULE_SPREADS * (self.model.config.ragged_keep if rough else 1.0)
-            ranking = rank(self.model.predict(p), budget, pick.id, allowed, keep)
+            rough = model.uses_ragged_prior(p)      # its times are estimates: the rule stands within more
+            keep = KEEP_RULE_SPREADS * (model.config.ragged_keep if rough else 1.0)
+            ranking = rank(model.predict(p), budget, pick.id, allowed, keep)
             if ranking is not None:
                 where = (f"predicted at {_sizes(p)} from uniform batches at the mean, plus the longest "
                          "request alone where a kernel's time follows it" if rough
                          else f"predicted at {_sizes(p)} from measured neighbours")
-                if rough and (n := self.model.mixed_residuals(p, ranking.winner.pipeline.id)):
+                if rough and (n := model.mixed_residuals(p, ranking.winner.pipeline.id)):
                     where += f", scaled by its error at the {n} nearest measured mixed batches"
-                return self._from_ranking(ranking, "learned", budget, where + lent)
-        for near in self.model.neighbours(p):
-            ranking = rank(self.table.timings(near), budget, pick.id, allowed)
+                return self._from_ranking(ranking, "learned", budget, where + lent(p, False))
+        for near in model.neighbours(p):
+            ranking = rank(table.timings(near), budget, pick.id, allowed)
             if ranking is not None:
-                where = f"nearest measured shape {_sizes(near)}{lent}"
+                where = f"nearest measured shape {_sizes(near)}{lent(near, True)}"
                 return self._from_ranking(ranking, "nearest", budget, where)
-        over = sorted(t.pipeline.id for t in self.table.timings(p) if t.relerr is not None and t.relerr > budget)
+        over = sorted(t.pipeline.id for t in table.timings(p) if t.relerr is not None and t.relerr > budget)
         if over:
-            why = (f"every pipeline measured here is over the {budget:g} relative-error budget ({', '.join(over)}); "
-                   f"rule {self.rule} picks {pick.id}")
+            why = (f"every pipeline measured here{lent(p, True)} is over the {budget:g} relative-error budget "
+                   f"({', '.join(over)}); rule {self.rule} picks {pick.id}")
         elif self.db is not None and not self.db.exists():
             why = f"no database {self.db.name!r} (see --db / $SWITCHYARD_DB); rule {self.rule} picks {pick.id}"
         elif self.rule_only:                            # `tuner decide --db none`
@@ -271,17 +275,18 @@ def load(db: store.DbPath = None, device: str | None = None, *, rule: str = DEFA
     names no file is an error (a mistyped one would quietly decide by rule alone); with `missing_ok` and
     this host's device (auto, cpu, cuda[:N]; a recorded name needs the file), the rule decides, and
     dispatcher.live.keep_fresh loads the file once it appears. With `borrow` (default: $SWITCHYARD_BORROW,
-    else on), a shape family `device` has no measurements of is read from a GPU of the same compute
-    capability and SM count (twin_of), and its decisions say so and are never `measured`."""
+    else on), a shape family `device` has measured too few cells of is read from a GPU of the same compute
+    capability and SM count as well (measurements.table_for), and decisions from its cells say so and are
+    never `measured`."""
     if not missing_ok and not store.default_path(db).exists():
         raise StoreError(f"{store.default_path(db)}: no such database; give the path of a heuristics.db (`tuner "
                          "sweep` makes one), or pass missing_ok=True to decide by the built-in rule until it exists")
     dev = device_of(db, device)
     mode = timing_mode or default_timing_mode(dev)
     borrow = borrowing() if borrow is None else borrow
-    table, lent = table_for(db, dev, mode, borrow, (predictor or PredictorConfig()).k_nearest)
+    table = table_for(db, dev, mode, borrow, (predictor or PredictorConfig()).k_nearest)
     d = Dispatcher(table, dev, registry, rule, max_relerr, mode, predictor=predictor)
     d.db = store.default_path(db)          # where it was read from: refresh and miss flushes use it
     d.elsewhere = held_elsewhere(db, dev, mode) if not d.table else ()
-    d.lent, d.borrow = lent, borrow
+    d.borrow = borrow
     return d

@@ -38,10 +38,10 @@ class Live:
                 self._sig = sig
                 content = store.content_version(self.d.db)
                 if content != self._content:           # measurements changed, not just misses
-                    table, lent = table_for(self.d.db, self.d.device, self.d.timing_mode, self.d.borrow,
-                                            self.d.predictor.config.k_nearest)
+                    table = table_for(self.d.db, self.d.device, self.d.timing_mode, self.d.borrow,
+                                      self.d.predictor.config.k_nearest)
                     self.d.elsewhere = held_elsewhere(self.d.db, self.d.device, self.d.timing_mode) if not table else ()
-                    self.d.swap_table(table, lent)
+                    self.d.swap_table(table)
                     self._content = content
                     self.reloads += 1
                     reloaded = True

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from . import store
 from .device import DeviceInfo, folded, named
 from .predictor_config import PredictorConfig
-from .problem import AttentionProblem
-from .table import Table
+from .table import Lent, Table
 
 ENV_BORROW = "SWITCHYARD_BORROW"
 
@@ -27,28 +25,11 @@ def borrowing(env: Mapping[str, str] = os.environ) -> bool:
                      "device's own measurements alone, or unset it")
 
 
-@dataclass(frozen=True)
-class Lent:
-    """What a dispatcher reads from another GPU's measurements (table_for): the shape families, and the cells
-    of them taken from the twin (where this device measured the cell itself, its own measurement stands)."""
-    twin: DeviceInfo
-    families: frozenset[tuple[Any, ...]]
-    cells: frozenset[AttentionProblem]
-
-    def note(self, p: AttentionProblem, measured: bool) -> str:
-        """What a decision's reason adds where it rests on the twin's measurements ("" where it does not):
-        `measured`, a decision from cell p's own timings; else one predicted from p's family."""
-        lent = p in self.cells if measured else p.family() in self.families
-        if not lent:
-            return ""
-        return (f", on {self.twin.name} (same SM{self.twin.sm} and {self.twin.sm_count} SMs; too few measured on "
-                "this device)")
-
-
 def twin_of(db: store.DbPath, device: DeviceInfo, timing_mode: str) -> DeviceInfo | None:
     """Another GPU `db` holds in `timing_mode` with `device`'s compute capability and SM count (the most
-    measured one), whose measurements may stand in for `device`'s: the H200's winners cost an H100 0.03-0.5%
-    (gm) against its own (benchmarks/results/h100-2026-12-06-grid/). None where no GPU matches."""
+    measured one), whose measurements may stand in for `device`'s: at the same 2456 points the H200's winners
+    cost an H100 0.03-0.24% (gm) against its own (benchmarks/results/h100-2026-12-06-grid/). None where no GPU
+    matches."""
     if device.kind != "cuda" or not device.compute_capability or not device.sm_count:
         return None
     conn = store.open_readonly(db)
@@ -60,7 +41,7 @@ def twin_of(db: store.DbPath, device: DeviceInfo, timing_mode: str) -> DeviceInf
                 and e["compute_capability"] == cc and e["sm_count"] == device.sm_count
                 and folded(e["device_name"]) != folded(device.name)]
         counts: dict[str, int] = {}
-        for e in envs:
+        for e in envs:      # by the name as recorded: read_rows reads one spelling
             n = conn.execute("select count(*) from measurements where status = 'ok' and env_id = ?", [e["id"]])
             counts[e["device_name"]] = counts.get(e["device_name"], 0) + n.fetchone()[0]
     finally:
@@ -69,18 +50,25 @@ def twin_of(db: store.DbPath, device: DeviceInfo, timing_mode: str) -> DeviceInf
     return named(name, device.compute_capability, device.sm_count) if name and counts[name] else None
 
 
+# a family stays lent until this device has measured this share of the twin's cells of it (and at least
+# PredictorConfig.k_nearest): an adaptive sweep at its default budget measures 27-64% of each shipped family
+LENT_UNTIL = 0.25
+
+
 def table_for(db: store.DbPath, device: DeviceInfo, timing_mode: str, borrow: bool = True,
-              enough: int = PredictorConfig().k_nearest) -> tuple[Table, Lent | None]:
-    """`device`'s measurements; with `borrow`, a twin's (twin_of) in every shape family `device` has measured
-    fewer than `enough` cells of (too few for the model's local planes, PredictorConfig.k_nearest), beside
-    its own: a family swept here stops being lent, and a few measured misses do not leave it to them alone."""
+              enough: int = PredictorConfig().k_nearest) -> Table:
+    """`device`'s measurements; with `borrow`, in each shape family `device` has measured too few cells of
+    (fewer than LENT_UNTIL of a twin's, twin_of, or than `enough`), the twin's cells beside its own (its own
+    stand where both measured a cell): a few measured misses then correct the twin's family instead of
+    replacing it, and a family swept here is read from this device alone. What was lent: `table.lent`."""
     own = read_table(db, device, timing_mode)
     twin = twin_of(db, device, timing_mode) if borrow else None
     if twin is None:
-        return own, None
+        return own
     other = read_table(db, twin, timing_mode)
-    families = frozenset(f for f in other.by_family if len(own.by_family.get(f, ())) < enough)
-    cells = []
+    families = frozenset(f for f, cells in other.by_family.items()
+                         if len(own.by_family.get(f, ())) < max(enough, LENT_UNTIL * len(cells)))
+    lent = []
     for fam in families:
         for cell in other.by_family[fam]:
             if cell in own.by_cell:
@@ -88,8 +76,9 @@ def table_for(db: store.DbPath, device: DeviceInfo, timing_mode: str, borrow: bo
             for t in other.timings(cell):
                 own.add(cell, t)
             own.measured_at[cell] = other.measured_at.get(cell, cell)
-            cells.append(cell)
-    return own, Lent(twin, families, frozenset(cells)) if families else None
+            lent.append(cell)
+    own.lent = Lent(twin, families, frozenset(lent)) if families else None
+    return own
 
 
 def held_elsewhere(db: store.DbPath, device: DeviceInfo, timing_mode: str) -> tuple[str, ...]:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .balance import balance_of, bounds, stored
+from .device import DeviceInfo
 from .pipeline import Pipeline
 from .problem import FIELDS, AttentionProblem
 
@@ -106,6 +107,24 @@ def log_sizes(p: AttentionProblem) -> Sizes:
     return math.log2(p.batch_size), math.log2(p.q_len), math.log2(p.kv_len)
 
 
+@dataclass(frozen=True)
+class Lent:
+    """What a dispatcher reads from another GPU's measurements (table_for): the shape families, and the cells
+    of them taken from the twin (where this device measured the cell itself, its own measurement stands)."""
+    twin: DeviceInfo
+    families: frozenset[tuple[Any, ...]]
+    cells: frozenset[AttentionProblem]
+
+    def note(self, p: AttentionProblem, measured: bool) -> str:
+        """What a decision's reason adds where it rests on the twin's measurements ("" where it does not):
+        `measured`, a decision from cell p's own timings; else one predicted from p's family."""
+        lent = p in self.cells if measured else p.family() in self.families
+        if not lent:
+            return ""
+        return (f", on {self.twin.name} (same SM{self.twin.sm} and {self.twin.sm_count} SMs; this shape family is "
+                "too little measured on this device)")
+
+
 class Table:
     """Measurements of one device and timing mode, by cell and by family (everything but the sizes)."""
 
@@ -115,6 +134,7 @@ class Table:
         self.measured_at: dict[AttentionProblem, AttentionProblem] = {}   # cell -> a problem measured in it
         self.measured: set[AttentionProblem] = set()    # every problem measured, as measured (from_rows)
         self.page_sizes: set[int] = set()
+        self.lent: Lent | None = None     # what of it another GPU measured (measurements.table_for)
 
     @classmethod
     def from_rows(cls, rows: Iterable[Any]) -> Table:          # sqlite3.Row or dict rows of measurements

@@ -11,9 +11,9 @@ from dispatcher import load
 from dispatcher.device import DeviceInfo
 from dispatcher.live import keep_fresh
 from dispatcher.problem import AttentionProblem
-from tests.conftest import ROOT
+from tests.conftest import ROOT, in_process
 from tuner.store import Store
-from tuner.transfer import export_jsonl, import_jsonl
+from tuner.transfer import export_jsonl, export_vllm_json, import_jsonl
 
 H100 = DeviceInfo(name="NVIDIA H100 80GB HBM3", kind="cuda", compute_capability=(9, 0), sm_count=132)
 H20 = DeviceInfo(name="NVIDIA H20", kind="cuda", compute_capability=(9, 0), sm_count=78)
@@ -104,16 +104,30 @@ def test_a_family_swept_here_uses_its_own_measurements(tmp_path, h100_rows):
     assert "on NVIDIA H200" in own.choose(ASKED[3]).reason  # prefill: still the H200's
 
 
-def test_a_few_measured_shapes_stand_beside_the_twins_family(tmp_path, h100_rows):
+@pytest.mark.parametrize("cells", [2, 12])     # under k_nearest, and over it but under a quarter of the H200's
+def test_a_few_measured_shapes_stand_beside_the_twins_family(tmp_path, h100_rows, cells):
     db = shipped_with(tmp_path, H100)
-    add(db, h100_rows[1], tmp_path, in_family(ASKED[0], cells=2))
+    add(db, h100_rows[1], tmp_path, in_family(ASKED[0], cells=cells))
     d = load(db, H100.name)
-    mine = [c for c in d.table.by_family[ASKED[0].family()] if c not in d.lent.cells]
-    assert len(mine) == 2                                   # the H100's two cells, among the H200's
+    family = d.table.by_family[ASKED[0].family()]
+    mine = [c for c in family if c not in d.lent.cells]
+    assert len(mine) == cells and len(family) > 4 * cells   # the H100's cells, among the H200's
     for cell in mine:
         dec = d.choose(cell)
         assert dec.source == "measured" and "on NVIDIA H200" not in dec.reason
     assert "on NVIDIA H200" in d.choose(ASKED[1]).reason    # the rest of the family is still lent
+
+
+def test_lent_cells_are_not_reported_or_exported_as_this_devices(tmp_path, h100_rows):
+    db = shipped_with(tmp_path, H100)
+    add(db, h100_rows[1], tmp_path, in_family(ASKED[0], cells=2))
+    with in_process(db=db) as client:
+        fams = client.get("/v1/coverage", params={"device": H100.name}).json()["families"]
+    fp8 = next(f for f in fams if (f["phase"], f["num_qo_heads"], f["page_size"], f["kv_dtype"], f["out_dtype"])
+               == ("decode", 40, 16, "fp8", "fp8"))
+    assert fp8["measured_cells"] == 2 and fp8["lent_cells"] > 100 and fp8["lent_from"] == "NVIDIA H200"
+    (path,) = export_vllm_json(db, tmp_path / "vj", H100.name)     # the H100's own two cells, not the H200's
+    assert sum(len(cells) for cells in json.loads(path.read_text())["configs"].values()) == 2
 
 
 def test_a_refresh_stops_lending_a_family_once_it_is_swept_here(tmp_path, h100_rows):

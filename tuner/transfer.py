@@ -195,7 +195,7 @@ def export_vllm_json(db, out_dir: Path, device: str | None = None) -> list[Path]
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name in [device] if device else names:
-        d = load(db, name)
+        d = load(db, name, borrow=False)      # the measured cells of this device alone
         configs: dict[str, dict] = {}
         for b in sorted(d.table.by_cell, key=lambda b: b.key()):
             dec = d.choose(b)

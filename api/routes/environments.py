@@ -47,15 +47,20 @@ def misses(request: Request, ds: DispatchersDep, device: Optional[str] = None,
 
 @router.get("/coverage")
 def coverage(ds: DispatchersDep, request: Request, device: Optional[str] = None) -> dict[str, Any]:
-    """Measured cells per shape family, families the learned model covers, and the top misses."""
+    """Measured cells per shape family (this device's; `lent_cells` from `lent_from`, a GPU of the same
+    architecture, where it has too few: dispatcher.measurements.table_for), families the learned model
+    covers, and the top misses."""
     try:
         d = ds.get(device)
     except ValueError as e:
         raise HTTPException(404, detail=str(e)) from None
     fams = []
+    lent = d.lent
     for fam, b in sorted(d.table.by_family.items(), key=lambda kv: str(kv[0])):
+        borrowed = sum(c in lent.cells for c in b) if lent else 0
         fams.append({"phase": fam[0], "num_qo_heads": fam[1], "num_kv_heads": fam[2], "head_dim": fam[3],
-                     "page_size": fam[4], "kv_dtype": fam[6], "out_dtype": fam[7], "measured_cells": len(b),
+                     "page_size": fam[4], "kv_dtype": fam[6], "out_dtype": fam[7], "measured_cells": len(b) - borrowed,
+                     "lent_cells": borrowed, "lent_from": lent.twin.name if borrowed and lent else None,
                      "batch_size": [min(x.batch_size for x in b), max(x.batch_size for x in b)],
                      "kv_len": [min(x.kv_len for x in b), max(x.kv_len for x in b)],
                      "skew": [min(x.skew for x in b), max(x.skew for x in b)],

@@ -83,6 +83,8 @@ def measured_answer(answers: Answers, fields: dict[str, Any]) -> tuple[bool, str
     ratio = sum(separate) / sum(fused)
     mean, longest = answers.settings.expected_decode(max(EXPECTED_BATCHES))
     where = f"decode batches {EXPECTED_BATCHES[0]}-{EXPECTED_BATCHES[-1]} at mean KV {mean}, longest {longest}"
+    if lent := answers.dispatcher().lent:      # the family read from another GPU's measurements: say so
+        where += lent.note(AttentionProblem(**fields, batch_size=1, kv_len=mean), measured=False)
     if ratio > 1.0:
         return True, (f"True: XQA writing FP8 itself measured {ratio:.3f}x faster than XQA and a separate quant "
                       f"({where}); Switchyard runs this layer's FP8 output (forward.py)")

@@ -89,7 +89,10 @@ def prefill_answer(builder: Any, num_qo_heads: int, num_kv_heads: int, num_token
         answers.note(POINT, f"vLLM's answer ({vllms}): Switchyard measures no {q_dtype} prefill")
         return None
     from vllm.platforms import current_platform
-    wrong_device = answers.mismatch(current_platform.get_device_capability())
+    try:
+        wrong_device = answers.mismatch(current_platform.get_device_capability())
+    except Exception as e:  # noqa: BLE001 (an unreadable database or setting leaves vLLM's answer)
+        wrong_device = f"Switchyard could not read its measurements ({e})"
     if wrong_device:
         answers.note(POINT, f"vLLM's answer ({vllms}): {wrong_device}")
         return None
