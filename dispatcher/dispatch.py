@@ -133,11 +133,13 @@ class Dispatcher:
         budget = relerr_budget(p.kv_dtype, p.out_dtype, self.max_relerr)
         table, model = self.table, self.model       # one table and what of it was lent, whatever a refresh does
         lent = table.lent.note if table.lent else (lambda cell, measured: "")
-        ranking = rank(table.timings(p), budget, pick.id, allowed)
+        mine = table.lent.own.get(p) if table.lent else None      # this device's own cell in a lent family
+        here = list(mine.values()) if mine else table.timings(p)
+        ranking = rank(here, budget, pick.id, allowed)
         if ranking is not None:
-            at = table.measured_at.get(p, p)
+            at = (table.lent.own_at if mine and table.lent else table.measured_at).get(p, p)
             # measured on another GPU is not measured here: `measured` stays a promise about this device
-            on = lent(p, True)
+            on = "" if mine else lent(p, True)
             return self._from_ranking(ranking, "learned" if on else "measured", budget, f"measured at {_sizes(at)}{on}")
         if self.learned:
             rough = model.uses_ragged_prior(p)      # its times are estimates: the rule stands within more
@@ -155,9 +157,10 @@ class Dispatcher:
             if ranking is not None:
                 where = f"nearest measured shape {_sizes(near)}{lent(near, True)}"
                 return self._from_ranking(ranking, "nearest", budget, where)
-        over = sorted(t.pipeline.id for t in table.timings(p) if t.relerr is not None and t.relerr > budget)
+        over = sorted(t.pipeline.id for t in here if t.relerr is not None and t.relerr > budget)
         if over:
-            why = (f"every pipeline measured here{lent(p, True)} is over the {budget:g} relative-error budget "
+            where = "here" if mine else (lent(p, True)[2:] or "here")
+            why = (f"every pipeline measured {where} is over the {budget:g} relative-error budget "
                    f"({', '.join(over)}); rule {self.rule} picks {pick.id}")
         elif self.db is not None and not self.db.exists():
             why = f"no database {self.db.name!r} (see --db / $SWITCHYARD_DB); rule {self.rule} picks {pick.id}"

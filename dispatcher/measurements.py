@@ -1,5 +1,5 @@
-"""Which measurements a dispatcher reads: its own device's, and where that device has none of a shape
-family, a twin GPU's (the same compute capability and SM count), said in every decision that uses them."""
+"""Which measurements a dispatcher reads: its own device's, and for a shape family that device has measured
+too little of, a twin GPU's (the same compute capability and SM count), said in every decision that uses them."""
 from __future__ import annotations
 
 import os
@@ -9,6 +9,7 @@ from typing import Any
 from . import store
 from .device import DeviceInfo, folded, named
 from .predictor_config import PredictorConfig
+from .problem import AttentionProblem
 from .table import Lent, Table
 
 ENV_BORROW = "SWITCHYARD_BORROW"
@@ -50,35 +51,43 @@ def twin_of(db: store.DbPath, device: DeviceInfo, timing_mode: str) -> DeviceInf
     return named(name, device.compute_capability, device.sm_count) if name and counts[name] else None
 
 
-# a family stays lent until this device has measured this share of the twin's cells of it (and at least
-# PredictorConfig.k_nearest): an adaptive sweep at its default budget measures 27-64% of each shipped family
-LENT_UNTIL = 0.25
+def spans(own: list[AttentionProblem], twin: list[AttentionProblem], enough: int) -> bool:
+    """Whether this device's cells of a family can stand alone: at least `enough` of them, reaching within an
+    octave of the twin's smallest and largest batch, q_len and mean KV. A sweep's do (an adaptive one measures
+    the corners first); a few misses measured where traffic was do not, however many."""
+    if len(own) < enough:
+        return False
+    for size in (lambda c: c.batch_size, lambda c: c.q_len, lambda c: c.kv_len):
+        if min(map(size, own)) > 2 * min(map(size, twin)) or 2 * max(map(size, own)) < max(map(size, twin)):
+            return False
+    return True
 
 
 def table_for(db: store.DbPath, device: DeviceInfo, timing_mode: str, borrow: bool = True,
               enough: int = PredictorConfig().k_nearest) -> Table:
-    """`device`'s measurements; with `borrow`, in each shape family `device` has measured too few cells of
-    (fewer than LENT_UNTIL of a twin's, twin_of, or than `enough`), the twin's cells beside its own (its own
-    stand where both measured a cell): a few measured misses then correct the twin's family instead of
-    replacing it, and a family swept here is read from this device alone. What was lent: `table.lent`."""
+    """`device`'s measurements; with `borrow`, each shape family whose cells here do not span a twin's
+    (twin_of; spans) is read from the twin instead, this device's own cells of it answering for themselves
+    only (`table.lent`): a family swept here is read from this device alone."""
     own = read_table(db, device, timing_mode)
     twin = twin_of(db, device, timing_mode) if borrow else None
     if twin is None:
         return own
     other = read_table(db, twin, timing_mode)
     families = frozenset(f for f, cells in other.by_family.items()
-                         if len(own.by_family.get(f, ())) < max(enough, LENT_UNTIL * len(cells)))
-    lent = []
-    for fam in families:
-        for cell in other.by_family[fam]:
-            if cell in own.by_cell:
-                continue
-            for t in other.timings(cell):
-                own.add(cell, t)
-            own.measured_at[cell] = other.measured_at.get(cell, cell)
-            lent.append(cell)
-    own.lent = Lent(twin, families, frozenset(lent)) if families else None
-    return own
+                         if not spans(own.by_family.get(f, []), cells, enough))
+    if not families:
+        return own
+    table = Table()
+    for source, lent in ((own, False), (other, True)):
+        for cell, timings in source.by_cell.items():
+            if (cell.family() in families) == lent:
+                for t in timings.values():
+                    table.add(cell, t)
+                table.measured_at[cell] = source.measured_at.get(cell, cell)
+    mine = {c: dict(t) for c, t in own.by_cell.items() if c.family() in families}
+    table.lent = Lent(twin, families, frozenset(c for c in table.by_cell if c.family() in families), mine,
+                      {c: own.measured_at.get(c, c) for c in mine}, frozenset(other.page_sizes))
+    return table
 
 
 def held_elsewhere(db: store.DbPath, device: DeviceInfo, timing_mode: str) -> tuple[str, ...]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .balance import balance_of, bounds, stored
@@ -109,16 +109,24 @@ def log_sizes(p: AttentionProblem) -> Sizes:
 
 @dataclass(frozen=True)
 class Lent:
-    """What a dispatcher reads from another GPU's measurements (table_for): the shape families, and the cells
-    of them taken from the twin (where this device measured the cell itself, its own measurement stands)."""
+    """What a dispatcher reads from another GPU's measurements (measurements.table_for): the shape families
+    whose model is fitted on the twin's cells alone (two GPUs' times on one plane would mix their speeds),
+    those cells, and this device's own cells of those families, which answer for themselves only."""
     twin: DeviceInfo
     families: frozenset[tuple[Any, ...]]
     cells: frozenset[AttentionProblem]
+    own: dict[AttentionProblem, dict[str, Timing]] = field(default_factory=dict, compare=False, hash=False)
+    own_at: dict[AttentionProblem, AttentionProblem] = field(default_factory=dict, compare=False, hash=False)
+    page_sizes: frozenset[int] = frozenset()
 
     def note(self, p: AttentionProblem, measured: bool) -> str:
         """What a decision's reason adds where it rests on the twin's measurements ("" where it does not):
-        `measured`, a decision from cell p's own timings; else one predicted from p's family."""
-        lent = p in self.cells if measured else p.family() in self.families
+        `measured`, one from cell p's timings; else one predicted for p, whose family, or whose family at
+        another page size (the model's page-size estimator reads it), may be lent."""
+        if measured:
+            lent = p in self.cells
+        else:
+            lent = any(replace(p, page_size=s).family() in self.families for s in self.page_sizes | {p.page_size})
         if not lent:
             return ""
         return (f", on {self.twin.name} (same SM{self.twin.sm} and {self.twin.sm_count} SMs; this shape family is "

@@ -51,14 +51,17 @@ def add(db, lines, tmp_path, keep=lambda m: True):
     import_jsonl(db, f)
 
 
-def in_family(p: AttentionProblem, cells: int | None = None):
-    """Measurements of p's shape family (uniform batches; the first `cells` batch sizes x KV lengths)."""
-    taken: list[tuple[int, int]] = []
+def in_family(p: AttentionProblem, cells: int | None = None, pages=(16, 32), near: tuple[int, int] | None = None):
+    """Measurements of p's shape family at these page sizes: all, or the first `cells` batch sizes x KV lengths
+    (those within an octave of `near`'s batch and KV only: misses where traffic was)."""
+    taken: list[tuple[int, int, int]] = []
 
     def keep(m):
-        same = (m["phase"], m["num_qo_heads"], m["page_size"], m["kv_dtype"], m["out_dtype"]) == \
-            (p.phase, p.num_qo_heads, p.page_size, p.kv_dtype, p.out_dtype)
-        at = (m["batch_size"], m["kv_len"])
+        same = (m["phase"], m["num_qo_heads"], m["kv_dtype"], m["out_dtype"]) == \
+            (p.phase, p.num_qo_heads, p.kv_dtype, p.out_dtype) and m["page_size"] in pages
+        at = (m["page_size"], m["batch_size"], m["kv_len"])
+        if near and not (near[0] / 2 <= at[1] <= near[0] * 2 and near[1] / 2 <= at[2] <= near[1] * 2):
+            return False
         if not same or (cells is not None and at not in taken and len(taken) >= cells):
             return False
         if at not in taken:
@@ -95,32 +98,42 @@ def test_another_architecture_or_borrow_off_decides_by_rule(tmp_path, monkeypatc
 def test_a_family_swept_here_uses_its_own_measurements(tmp_path, h100_rows):
     h100_db, lines = h100_rows
     db = shipped_with(tmp_path, H100)
-    add(db, lines, tmp_path, in_family(ASKED[0]))
+    add(db, lines, tmp_path, in_family(ASKED[0]))           # FP8 decode, both page sizes, swept on the H100
     own = load(db, H100.name)
-    for p in ASKED[:3]:                                     # FP8 decode: the H100's own family now
+    for p in ASKED[:3]:
         assert "on NVIDIA H200" not in own.choose(p).reason
     grid = own.choose(ASKED[0])
     assert grid.source == "measured" and grid.pipeline == load(h100_db, H100.name).choose(ASKED[0]).pipeline
     assert "on NVIDIA H200" in own.choose(ASKED[3]).reason  # prefill: still the H200's
 
 
-@pytest.mark.parametrize("cells", [2, 12])     # under k_nearest, and over it but under a quarter of the H200's
+def test_a_family_at_another_page_size_lent_is_named_in_predictions(tmp_path, h100_rows):
+    db = shipped_with(tmp_path, H100)
+    add(db, h100_rows[1], tmp_path, in_family(ASKED[0], pages=(16,)))  # page 32 stays the H200's
+    d = load(db, H100.name)
+    assert ASKED[0].family() not in d.lent.families
+    assert "on NVIDIA H200" not in d.choose(ASKED[0]).reason                     # measured here
+    assert "on NVIDIA H200" in d.choose(ASKED[1]).reason   # predicted: the page-size estimator reads page 32
+
+
+@pytest.mark.parametrize("cells", [2, 9])     # fewer than k_nearest; more, but only where traffic was
 def test_a_few_measured_shapes_stand_beside_the_twins_family(tmp_path, h100_rows, cells):
     db = shipped_with(tmp_path, H100)
-    add(db, h100_rows[1], tmp_path, in_family(ASKED[0], cells=cells))
-    d = load(db, H100.name)
-    family = d.table.by_family[ASKED[0].family()]
-    mine = [c for c in family if c not in d.lent.cells]
-    assert len(mine) == cells and len(family) > 4 * cells   # the H100's cells, among the H200's
-    for cell in mine:
+    add(db, h100_rows[1], tmp_path, in_family(ASKED[0], cells=cells, pages=(16,), near=(64, 4096)))
+    d, twin = load(db, H100.name), load(db, "NVIDIA H200")
+    mine = [c for c in d.lent.own if c.family() == ASKED[0].family()]
+    assert len(mine) == cells and ASKED[0].family() in d.lent.families
+    for cell in mine:                                       # the H100's own cells answer for themselves
         dec = d.choose(cell)
         assert dec.source == "measured" and "on NVIDIA H200" not in dec.reason
-    assert "on NVIDIA H200" in d.choose(ASKED[1]).reason    # the rest of the family is still lent
+    assert "on NVIDIA H200" in d.choose(ASKED[1]).reason    # the rest of the family is still lent,
+    got, want = d.model.predict(ASKED[1]), twin.model.predict(ASKED[1])
+    assert {t.pipeline.id: t.median_us for t in got} == {t.pipeline.id: t.median_us for t in want}   # unmixed
 
 
 def test_lent_cells_are_not_reported_or_exported_as_this_devices(tmp_path, h100_rows):
     db = shipped_with(tmp_path, H100)
-    add(db, h100_rows[1], tmp_path, in_family(ASKED[0], cells=2))
+    add(db, h100_rows[1], tmp_path, in_family(ASKED[0], cells=2, pages=(16,)))
     with in_process(db=db) as client:
         fams = client.get("/v1/coverage", params={"device": H100.name}).json()["families"]
     fp8 = next(f for f in fams if (f["phase"], f["num_qo_heads"], f["page_size"], f["kv_dtype"], f["out_dtype"])

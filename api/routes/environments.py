@@ -55,12 +55,14 @@ def coverage(ds: DispatchersDep, request: Request, device: Optional[str] = None)
     except ValueError as e:
         raise HTTPException(404, detail=str(e)) from None
     fams = []
-    lent = d.lent
-    for fam, b in sorted(d.table.by_family.items(), key=lambda kv: str(kv[0])):
-        borrowed = sum(c in lent.cells for c in b) if lent else 0
+    table = d.table                 # with what of it was lent: a refresh swaps both at once
+    lent = table.lent
+    for fam, b in sorted(table.by_family.items(), key=lambda kv: str(kv[0])):
+        twin = lent.twin.name if lent and fam in lent.families else None
+        own = sum(c.family() == fam for c in lent.own) if lent and twin else len(b)
         fams.append({"phase": fam[0], "num_qo_heads": fam[1], "num_kv_heads": fam[2], "head_dim": fam[3],
-                     "page_size": fam[4], "kv_dtype": fam[6], "out_dtype": fam[7], "measured_cells": len(b) - borrowed,
-                     "lent_cells": borrowed, "lent_from": lent.twin.name if borrowed and lent else None,
+                     "page_size": fam[4], "kv_dtype": fam[6], "out_dtype": fam[7], "measured_cells": own,
+                     "lent_cells": len(b) if twin else 0, "lent_from": twin,
                      "batch_size": [min(x.batch_size for x in b), max(x.batch_size for x in b)],
                      "kv_len": [min(x.kv_len for x in b), max(x.kv_len for x in b)],
                      "skew": [min(x.skew for x in b), max(x.skew for x in b)],
