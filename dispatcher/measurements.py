@@ -2,6 +2,7 @@
 too little of, a twin GPU's (the same compute capability and SM count), said in every decision that uses them."""
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -51,30 +52,43 @@ def twin_of(db: store.DbPath, device: DeviceInfo, timing_mode: str) -> DeviceInf
     return named(name, device.compute_capability, device.sm_count) if name and counts[name] else None
 
 
+# the share of a twin's cells of a family that need a cell of this device near them (within NEAR_OCTAVES in
+# each of batch, q_len and mean KV: the prefill grid's steps are two octaves) before the family is this
+# device's: the H100's full grid and its adaptive --mixed sweep cover all 32 shipped families
+# (benchmarks/results/h100-2026-12-06-grid/); misses around one shape do not
+COVERED = 0.9
+NEAR_OCTAVES = 2
+
+
 def spans(own: list[AttentionProblem], twin: list[AttentionProblem], enough: int) -> bool:
-    """Whether this device's cells of a family can stand alone: at least `enough` of them, reaching within an
-    octave of the twin's smallest and largest batch, q_len and mean KV. A sweep's do (an adaptive one measures
-    the corners first); a few misses measured where traffic was do not, however many."""
+    """Whether this device's cells of a family can stand alone: at least `enough` of them, and a cell of
+    them near nearly every one of the twin's (COVERED, NEAR_OCTAVES), so that the model reads this device
+    everywhere the twin would have told it. A stray twin cell far out does not undo a sweep's coverage;
+    misses measured where traffic was, however many and however far apart, do not cover the family."""
     if len(own) < enough:
         return False
-    for size in (lambda c: c.batch_size, lambda c: c.q_len, lambda c: c.kv_len):
-        if min(map(size, own)) > 2 * min(map(size, twin)) or 2 * max(map(size, own)) < max(map(size, twin)):
-            return False
-    return True
+    here = [_octaves(c) for c in own]
+    near = sum(any(all(abs(a - b) <= NEAR_OCTAVES for a, b in zip(_octaves(c), o)) for o in here) for c in twin)
+    return near >= COVERED * len(twin)
+
+
+def _octaves(c: AttentionProblem) -> tuple[float, float, float]:
+    return math.log2(c.batch_size), math.log2(c.q_len), math.log2(c.kv_len)
 
 
 def table_for(db: store.DbPath, device: DeviceInfo, timing_mode: str, borrow: bool = True,
               enough: int = PredictorConfig().k_nearest) -> Table:
-    """`device`'s measurements; with `borrow`, each shape family whose cells here do not span a twin's
-    (twin_of; spans) is read from the twin instead, this device's own cells of it answering for themselves
-    only (`table.lent`): a family swept here is read from this device alone."""
+    """`device`'s measurements; with `borrow`, each shape family a twin (twin_of) has measured more cells of,
+    and whose cells here do not span the twin's (spans), is read from the twin instead, this device's own
+    cells of it answering for themselves only (`table.lent`): a family swept here is read from this device
+    alone, and a few misses another GPU measured never take a family from a device that swept it."""
     own = read_table(db, device, timing_mode)
     twin = twin_of(db, device, timing_mode) if borrow else None
     if twin is None:
         return own
     other = read_table(db, twin, timing_mode)
-    families = frozenset(f for f, cells in other.by_family.items()
-                         if not spans(own.by_family.get(f, []), cells, enough))
+    families = frozenset(f for f, cells in other.by_family.items() if len(cells) > len(own.by_family.get(f, ()))
+                         and not spans(own.by_family.get(f, []), cells, enough))
     if not families:
         return own
     table = Table()

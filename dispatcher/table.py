@@ -107,7 +107,7 @@ def log_sizes(p: AttentionProblem) -> Sizes:
     return math.log2(p.batch_size), math.log2(p.q_len), math.log2(p.kv_len)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Lent:
     """What a dispatcher reads from another GPU's measurements (measurements.table_for): the shape families
     whose model is fitted on the twin's cells alone (two GPUs' times on one plane would mix their speeds),
@@ -121,16 +121,15 @@ class Lent:
 
     def note(self, p: AttentionProblem, measured: bool) -> str:
         """What a decision's reason adds where it rests on the twin's measurements ("" where it does not):
-        `measured`, one from cell p's timings; else one predicted for p, whose family, or whose family at
-        another page size (the model's page-size estimator reads it), may be lent."""
-        if measured:
-            lent = p in self.cells
-        else:
-            lent = any(replace(p, page_size=s).family() in self.families for s in self.page_sizes | {p.page_size})
-        if not lent:
-            return ""
-        return (f", on {self.twin.name} (same SM{self.twin.sm} and {self.twin.sm_count} SMs; this shape family is "
-                "too little measured on this device)")
+        `measured`, one from cell p's timings; else one predicted for cell p, whose family may be lent, or
+        whose shape at another page size may be a lent cell (the model's page-size estimator reads it)."""
+        same = f" (same SM{self.twin.sm} and {self.twin.sm_count} SMs"
+        lent = p in self.cells if measured else p.family() in self.families
+        if lent:
+            return f", on {self.twin.name}{same}; this shape family is too little measured on this device)"
+        if not measured and any(replace(p, page_size=s) in self.cells for s in self.page_sizes - {p.page_size}):
+            return f", with page-size ratios from {self.twin.name}{same})"
+        return ""
 
 
 class Table:

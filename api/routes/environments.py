@@ -48,8 +48,8 @@ def misses(request: Request, ds: DispatchersDep, device: Optional[str] = None,
 @router.get("/coverage")
 def coverage(ds: DispatchersDep, request: Request, device: Optional[str] = None) -> dict[str, Any]:
     """Measured cells per shape family (this device's; `lent_cells` from `lent_from`, a GPU of the same
-    architecture, where it has too few: dispatcher.measurements.table_for), families the learned model
-    covers, and the top misses."""
+    architecture, where it has too few: dispatcher.measurements.table_for; the size ranges are then the
+    lent cells'), families the learned model covers, and the top misses."""
     try:
         d = ds.get(device)
     except ValueError as e:

@@ -95,10 +95,13 @@ def expected_times(answers: Answers, fields: dict[str, Any]) -> tuple[list[float
     """Predicted XQA times (us) with FP8 written by the kernel and with a separate quant, per expected
     batch where both are known."""
     fused, separate = [], []
+    d = answers.dispatcher()
+    table, model = d.table, d.model        # once: a refresh mid-loop must not mix two tables
     for batch in EXPECTED_BATCHES:
         mean, longest = answers.settings.expected_decode(batch)
-        p = AttentionProblem(**fields, batch_size=batch, kv_len=mean, max_kv_len=longest)
-        xqa = [t for t in answers.dispatcher().model.at(p.cell()) if t.pipeline.kernel == "trtllm-xqa"
+        cell = AttentionProblem(**fields, batch_size=batch, kv_len=mean, max_kv_len=longest).cell()
+        mine = table.lent.own.get(cell) if table.lent else None   # this GPU's own cell in a lent family
+        xqa = [t for t in (list(mine.values()) if mine else model.at(cell)) if t.pipeline.kernel == "trtllm-xqa"
                and t.pipeline.tactic_dict().get("enable_pdl", True) and not t.pipeline.q_quant]   # vLLM's PDL on
         own = [t.median_us for t in xqa if t.pipeline.fused_out_quant]
         quant = [t.median_us for t in xqa if t.pipeline.out_quant]
