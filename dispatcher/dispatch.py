@@ -43,7 +43,7 @@ class Dispatcher:
         self.db: Path | None = None                        # set by load(); used by refresh and flush
         self.elsewhere: tuple[str, ...] = ()               # set by load(): what the db holds, where none is this
         self.rule_only = False                             # set by rule_only(): no database at all
-        self.borrow = False                                # set by load(): whether a refresh may use them
+        self.borrow = False                                # set by load(): whether a refresh may read a twin GPU
 
     def choose(self, problem: AttentionProblem) -> Decision:
         """The decision for a problem: a dict lookup once asked before, two once its cell has been
