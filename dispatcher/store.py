@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .device import folded
 from .schema import SCHEMA_VERSION, StoreError
 
 if TYPE_CHECKING:
@@ -132,8 +133,10 @@ def add_misses(db: DbPath, device_name: str, timing_mode: str,
 
 
 def misses(conn: sqlite3.Connection, device_name: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+    """The most frequent misses, of the device named in any case and spacing (as decisions take it), or of all."""
+    conn.create_function("folded", 1, folded, deterministic=True)
     try:
-        where, args = ("where device_name = ? collate nocase", [device_name]) if device_name else ("", [])
+        where, args = ("where folded(device_name) = ?", [folded(device_name)]) if device_name else ("", [])
         return [dict(r) for r in conn.execute(
             f"select * from misses {where} order by count desc, problem_key limit ?", [*args, limit])]
     except sqlite3.OperationalError:       # a database from before the misses table

@@ -151,8 +151,9 @@ def test_misses_endpoint_and_in_process_flush(db):
         m = c.get("/v1/misses").json()["misses"]
         by = {(x["head_dim"], x["batch_size"]): x for x in m}
         assert by[(40, 2)]["count"] == 5 and by[(64, 64)]["source"] in ("learned", "nearest")
-        name = by[(40, 2)]["device_name"]               # the device named in any case, as decisions take it
+        name = by[(40, 2)]["device_name"]               # the device named in any case and spacing, as decisions take it
         assert len(c.get("/v1/misses", params={"device": name.swapcase()}).json()["misses"]) == len(m)
+        assert len(c.get("/v1/misses", params={"device": name.replace(" ", "  ")}).json()["misses"]) == len(m)
 
 
 def test_metrics_kernels_environments_coverage(db):
