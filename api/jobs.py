@@ -41,8 +41,12 @@ class MissPause:
     failed_in_a_row: int = 0
     last_error: str | None = None
 
-    def after_failure(self, error: str, now: float) -> MissPause:
-        pause = min(MISSES_BACKOFF_S * 2.0 ** min(self.failed_in_a_row, 32), MISSES_BACKOFF_MAX_S)
+    def after_failure(self, error: str, now: float, escalate: bool = True) -> MissPause:
+        """The pause after one more failed misses job: doubling with each in a row where no job could have
+        done better (`escalate`: the worker cannot start); the first step only where the job's own problems
+        failed (they are forgotten, so the next job tunes other misses)."""
+        steps = self.failed_in_a_row if escalate else 0
+        pause = min(MISSES_BACKOFF_S * 2.0 ** min(steps, 32), MISSES_BACKOFF_MAX_S)
         return MissPause(now + pause, self.failed_in_a_row + 1, error)
 
 
@@ -182,8 +186,9 @@ class JobManager:
         except Exception as e:  # noqa: BLE001 (a failed job is reported, the daemon goes on)
             job.state, job.error = "failed", f"{type(e).__name__}: {e}"
             if job.kind == "misses":        # the same misses would fail again at once, every idle_s, for ever
-                self.miss_pause = self.miss_pause.after_failure(job.error, time.time())
-                if not isinstance(e, WorkerStartError):      # these problems fail: tune the next misses instead
+                cannot_start = isinstance(e, WorkerStartError)
+                self.miss_pause = self.miss_pause.after_failure(job.error, time.time(), escalate=cannot_start)
+                if not cannot_start:        # these problems fail: tune the next misses instead
                     with contextlib.suppress(StoreError, sqlite3.DatabaseError):
                         self._forget_misses(job.problems)
         job.finished_at = time.time()
