@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from dispatcher import StoreError, store
-from dispatcher.device import DeviceInfo
+from dispatcher.device import DeviceInfo, folded
 from dispatcher.dispatch import default_timing_mode
 from dispatcher.problem import AttentionProblem
 from dispatcher.table import problem_of
@@ -40,14 +40,22 @@ class MissPause:
     until: float = 0.0
     failed_in_a_row: int = 0
     last_error: str | None = None
+    host_in_a_row: int = 0          # of those, the latest run that no job could have avoided (host_failure)
 
-    def after_failure(self, error: str, now: float, escalate: bool = True) -> MissPause:
-        """The pause after one more failed misses job: doubling with each in a row where no job could have
-        done better (`escalate`: the worker cannot start); the first step only where the job's own problems
-        failed (they are forgotten, so the next job tunes other misses)."""
-        steps = self.failed_in_a_row if escalate else 0
+    def after_failure(self, error: str, now: float, host: bool = True) -> MissPause:
+        """The pause after one more failed misses job: doubling with each failure of the host in a row
+        (`host`: see host_failure); the first step only where the job's own problems failed (they are
+        forgotten, so the next job tunes other misses, and the host did its part)."""
+        steps = self.host_in_a_row if host else 0
         pause = min(MISSES_BACKOFF_S * 2.0 ** min(steps, 32), MISSES_BACKOFF_MAX_S)
-        return MissPause(now + pause, self.failed_in_a_row + 1, error)
+        return MissPause(now + pause, self.failed_in_a_row + 1, error, self.host_in_a_row + 1 if host else 0)
+
+
+def host_failure(e: BaseException) -> bool:
+    """Whether a misses job's failure is the host's, which any other misses would meet too: a worker that
+    cannot start, or a database or disk that cannot be written (read-only, locked, full)."""
+    from tuner.isolation import WorkerStartError
+    return isinstance(e, (WorkerStartError, StoreError, sqlite3.Error, OSError))
 
 
 class QueueFull(Exception):
@@ -160,7 +168,6 @@ class JobManager:
                 self._running = None
 
     def _execute(self, job: Job) -> None:
-        from tuner.isolation import WorkerStartError
         from tuner.library import run_problems
         from tuner.options import SweepOptions
         job.state, job.started_at = "running", time.time()
@@ -186,9 +193,9 @@ class JobManager:
         except Exception as e:  # noqa: BLE001 (a failed job is reported, the daemon goes on)
             job.state, job.error = "failed", f"{type(e).__name__}: {e}"
             if job.kind == "misses":        # the same misses would fail again at once, every idle_s, for ever
-                cannot_start = isinstance(e, WorkerStartError)
-                self.miss_pause = self.miss_pause.after_failure(job.error, time.time(), escalate=cannot_start)
-                if not cannot_start:        # these problems fail: tune the next misses instead
+                host = host_failure(e)
+                self.miss_pause = self.miss_pause.after_failure(job.error, time.time(), host)
+                if not host:                # these problems fail: tune the next misses instead
                     with contextlib.suppress(StoreError, sqlite3.DatabaseError):
                         self._forget_misses(job.problems)
         job.finished_at = time.time()
@@ -217,9 +224,10 @@ class JobManager:
     def _forget_misses(self, problems: list[AttentionProblem]) -> None:
         conn = sqlite3.connect(str(store.default_path(self.db)), timeout=10)
         try:
+            conn.create_function("folded", 1, folded)     # as store.misses chose them: any spelling
             with conn:
-                conn.executemany("delete from misses where device_name = ? and problem_key = ?",
-                                 [(self.device.name, p.key()) for p in problems])
+                conn.executemany("delete from misses where folded(device_name) = ? and problem_key = ?",
+                                 [(folded(self.device.name), p.key()) for p in problems])
         finally:
             conn.close()
 

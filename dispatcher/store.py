@@ -134,7 +134,7 @@ def add_misses(db: DbPath, device_name: str, timing_mode: str,
 
 def misses(conn: sqlite3.Connection, device_name: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
     """The most frequent misses, of the device named in any case and spacing (as decisions take it), or of all."""
-    conn.create_function("folded", 1, folded, deterministic=True)
+    conn.create_function("folded", 1, folded)
     try:
         where, args = ("where folded(device_name) = ?", [folded(device_name)]) if device_name else ("", [])
         return [dict(r) for r in conn.execute(

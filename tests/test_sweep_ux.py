@@ -234,14 +234,17 @@ def test_miss_tuning_backs_off_longer_each_failure_until_a_job_measures(swept_db
     import api.jobs
     import tuner.library
     from api.jobs import MISSES_BACKOFF_MAX_S, JobManager
+    from dispatcher import StoreError
     from dispatcher.device import describe
     from tuner.isolation import WorkerStartError
 
-    works, resumed, bad_problems = [False], [False], [False]
+    works, resumed, bad_problems, locked = [False], [False], [False], [False]
 
     def run(*a, on_problem, **k):
         if bad_problems[0]:
             raise RuntimeError("CUDA error: an illegal memory access was encountered")   # these problems' fault
+        if locked[0]:
+            raise StoreError("h.db: database is locked")                               # the host's
         if not works[0]:
             raise WorkerStartError("the measuring worker for cpu#0 exited with code 1 before it was ready, 2 times")
         on_problem(SimpleNamespace(resumed=resumed[0], rows=[]))
@@ -263,9 +266,13 @@ def test_miss_tuning_backs_off_longer_each_failure_until_a_job_measures(swept_db
         bad_problems[0] = True                      # a job whose own misses fail: the next job tunes others
         said = finish("misses")
         assert round(said["paused_for_s"] / 600) == 1 and said["failed_in_a_row"] == 4
-        bad_problems[0] = False
+        bad_problems[0] = False                     # the host did its part: its failures count afresh
+        assert round(finish("misses")["paused_for_s"] / 600) == 1
+        locked[0] = True                            # a database that cannot be written is the host's too
+        assert round(finish("misses")["paused_for_s"] / 600) == 2
+        locked[0] = False
         works[0] = resumed[0] = True
-        assert finish("problems")["failed_in_a_row"] == 4        # done, but nothing measured: no worker started
+        assert finish("problems")["failed_in_a_row"] == 6        # done, but nothing measured: no worker started
         works[0], resumed[0] = False, False
         monkeypatch.setattr(api.jobs, "MISSES_BACKOFF_S", MISSES_BACKOFF_MAX_S)
         assert MISSES_BACKOFF_MAX_S - 60 < finish("misses")["paused_for_s"] <= MISSES_BACKOFF_MAX_S   # the cap
