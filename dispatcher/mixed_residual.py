@@ -2,8 +2,9 @@
 
 The prior reads a mixed batch from uniform ones; where the family has mixed batches measured, each
 pipeline's prior time at the query is multiplied by how far off the prior was at the nearest measured
-mixed batches (the geometric mean of measured / prior over the `k` nearest in feature space that ran
-the pipeline). Read as local planes with skew as one more size, the same measurements made decisions
+mixed batches: exp(mean + w x standard deviation) of log(measured / prior) over the `k` nearest in
+feature space that ran the pipeline (w: PredictorConfig.mixed_residual_std; one such batch: its own
+factor). Read as local planes with skew as one more size, the same measurements made decisions
 worse (benchmarks/results/mixed-residual/): a few hundred mixed points spread over four dimensions
 leave planes far from the query, and the uniform cells' planes bent by them."""
 from __future__ import annotations
@@ -38,14 +39,23 @@ class Residuals:
         """The residuals of `pid` at the k nearest of `nearest` (nearest first) that ran it."""
         return [r[pid] for c in nearest if pid in (r := self.at(c))][:k]
 
-    def corrected(self, base: list[Timing], nearest: Sequence[AttentionProblem], k: int) -> list[Timing]:
-        """`base` (the prior), each pipeline scaled by its residual at the k nearest of `nearest` (measured
-        mixed cells, nearest first) that ran it, unscaled where none did; its accuracy the worst of the
-        prior's and those cells' (a pipeline over the error budget in mixed batches stays over it)."""
+    def corrected(self, base: list[Timing], nearest: Sequence[AttentionProblem], k: int,
+                  std_weight: float) -> list[Timing]:
+        """`base` (the prior), each pipeline scaled by its residuals at the k nearest of `nearest` (measured
+        mixed cells, nearest first) that ran it: exp(their mean + `std_weight` x their standard deviation),
+        so that a pipeline whose prior is off by different factors nearby (FA2-TC's own plan at 1.9-4 waves:
+        0.4-1.9x) reads slower; unscaled where none did. Its accuracy the worst of the prior's and those
+        cells' (a pipeline over the error budget in mixed batches stays over it)."""
         out = []
         for t in base:
             used = self.used(t.pipeline.id, nearest, k)
-            f = math.exp(sum(r for r, _ in used) / len(used)) if used else 1.0
+            f = math.exp(mean_plus_std([r for r, _ in used], std_weight)) if used else 1.0
             errs = [e for e in (t.relerr, *(e for _, e in used)) if e is not None]
             out.append(Timing(t.pipeline, t.median_us * f, t.spread_us * f, max(errs) if errs else None))
         return out
+
+
+def mean_plus_std(values: Sequence[float], weight: float) -> float:
+    """mean + weight x (population) standard deviation of a non-empty sequence."""
+    mu = sum(values) / len(values)
+    return mu + weight * math.sqrt(sum((v - mu) ** 2 for v in values) / len(values))

@@ -66,9 +66,14 @@ def features(p: AttentionProblem, config: PredictorConfig, sm_count: int) -> Fea
             config.wave_weight * max(0.0, ctas - 1.0))
 
 
+def split_pages(pipe: Any) -> int:
+    """The KV pages of a fixed split-KV plan's chunks; 0: the planner's own split."""
+    return int(dict(pipe.tactic).get("fixed_split_size", 0) or 0)
+
+
 def fixed_split(pipe: Any) -> bool:
     """A split-KV plan of fixed chunk size (see ragged_prior for what it costs a mixed batch)."""
-    return int(dict(pipe.tactic).get("fixed_split_size", 0) or 0) > 0
+    return split_pages(pipe) > 0
 
 
 def _sum(a: Timing, b: Timing) -> Timing:
@@ -297,7 +302,8 @@ class FittedModel:
         - a kernel that partitions work per request (`ragged = "longest"` in kernels.toml): below
           `longest_alone_waves` waves the slower of the mean batch and the uniform batch at the longest
           length, one wave of it at most (the longest request's CTAs split as that batch's, finishing
-          last); from there on the mean batch plus the longest request alone;
+          last); from there on the mean batch plus the longest request alone; with FP8 KV and an FP8 split
+          rule (XQA) the first at any count (`fp8_longest_alone` 0: it splits a request alone, not in a batch);
         - one whose plan balances the total: the mean batch; with FP8 KV from one wave of CTAs (batch x
           KV heads over SMs) to `unsplit_waves`, 1 + slope x (the canonical layout's balance - kv_balance)
           times that, the slope `fp8_unbalanced` at 1.5 waves and ((waves - 1) / 0.5) **
@@ -307,9 +313,11 @@ class FittedModel:
           waves with few long requests among many short; 1.1x with BF16 KV); from
           `unsplit_waves` on FlashInfer's planner leaves requests unsplit, and the longest
           runs as in a one-wave batch of the longest length, if that is slower;
-        - a fixed split-KV plan: the mean batch from `unsplit_waves` waves on, below that the uniform
-          batch at the longest length (its CUDA-graph plan pads every request to the longest one's
-          chunks: 209 us against 37 us for the default plan at batch 19, mean 1252, longest 14741)."""
+        - a fixed split-KV plan: the mean batch from `unsplit_waves` waves on (with FP8 KV and
+          `fp8_fixed_chunks`, one wave of its chunks if slower: a request within a chunk is one CTA),
+          below that the uniform batch at the longest length (its CUDA-graph plan pads every request to
+          the longest one's chunks: 209 us against 37 us for the default plan at batch 19, mean 1252,
+          longest 14741). The FP8 rules' fit: benchmarks/results/fp8-mixed-prior/."""
         def at(stepped: bool = True, **sizes: int) -> dict[str, Timing]:
             return {t.pipeline.id: t for t in self.at(p.with_sizes(**sizes), stepped)}
         sms = self.sm_count
@@ -319,6 +327,7 @@ class FittedModel:
         slope = self.config.fp8_unbalanced * (max(waves - 1, 0) / 0.5) ** self.config.unbalanced_wave_power
         partial = 1.0 + slope * (p.balance_range()[1] - p.balance) if fp8 else 1.0
         split_longest = not sms or waves >= self.config.longest_alone_waves      # no SM count: the old rule
+        unsplit = fp8 and not self.config.fp8_longest_alone     # for kernels with an FP8 split rule here (XQA)
         wave = min(p.batch_size, max(1, sms // p.num_kv_heads)) if sms else p.batch_size
         mean = at(stepped=False, max_kv_len=p.kv_len)      # its short requests end early: no whole waves
         alone = at(batch_size=1, kv_len=p.max_kv_len) if split_longest else {}
@@ -327,10 +336,16 @@ class FittedModel:
         top = one_wave if full else at(batch_size=p.batch_size, kv_len=p.max_kv_len, max_kv_len=p.max_kv_len)
         out = []
         for pid, m in mean.items():
-            if fixed_split(m.pipeline):
+            t: Timing | None
+            if fixed_split(m.pipeline) and full and fp8 and self.config.fp8_fixed_chunks:
+                n = min(p.max_kv_len, split_pages(m.pipeline) * p.page_size)      # one wave of its chunks
+                chunks = at(batch_size=wave, kv_len=n, max_kv_len=n)
+                t = _slower(m, chunks[pid]) if pid in chunks else m
+            elif fixed_split(m.pipeline):
                 t = m if full else top.get(pid)
             elif self.ragged.get(m.pipeline.kernel) == "longest":
-                src, combine = (alone, _sum) if split_longest else (one_wave, _slower)
+                alone_rule = split_longest and not (unsplit and "fp8" in self.splits.get(m.pipeline.kernel, {}))
+                src, combine = (alone, _sum) if alone_rule else (one_wave, _slower)
                 t = combine(m, src[pid]) if pid in src else None
             elif full:
                 t = _slower(m, top[pid]) if pid in top else m
@@ -353,7 +368,7 @@ class FittedModel:
             if p.skew == 1:
                 return self._uniform.predict(p, stepped)
             return self._residuals.corrected(self._uniform.ragged_prior(p), self._mixed_near(p),
-                                             self.config.mixed_residual_k)
+                                             self.config.mixed_residual_k, self.config.mixed_residual_std)
         if self.uses_ragged_prior(p):
             return self.ragged_prior(p)
         if self.config.between_rows:

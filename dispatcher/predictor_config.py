@@ -11,8 +11,9 @@ from typing import Any
 
 @dataclass(frozen=True)
 class PredictorConfig:
-    """Every setting of the learned model. The defaults were picked on two H200 grids (2026-12-03c,
-    -04b) and are reported on three others (benchmarks/results/predictor-2026-12-05/)."""
+    """Every setting of the learned model. The uniform-batch defaults were picked on two H200 grids
+    (2026-12-03c, -04b) and are reported on three others (benchmarks/results/predictor-2026-12-05/); the
+    mixed-batch ones where their comments point (the last: benchmarks/results/fp8-mixed-prior/)."""
     k_nearest: int = 6            # measured points a local plane is fitted through
     ridge: float = 1e-3           # so that a size that does not vary (q_len in decode) costs nothing
     support_near: int = 3         # nearest measured shapes a pipeline must mostly have run at
@@ -28,6 +29,8 @@ class PredictorConfig:
     skew_weight: float = 1.0      # one octave of longest-over-mean counts as this many octaves of KV
     unsplit_waves: float = 1.9    # decode: batch x KV heads over SMs from which FA2's plan leaves requests unsplit
     longest_alone_waves: float = 2.0   # decode: from here XQA's longest request costs as if run alone, after the rest
+    fp8_longest_alone: int = 0    # 1: with FP8 KV too (0: one wave at the longest, if slower than the mean batch)
+    fp8_fixed_chunks: int = 1     # 1: FP8 KV from unsplit_waves, a fixed split costs one wave of its chunks at least
     fp8_unbalanced: float = 2.0   # decode, FP8 KV, one wave to unsplit_waves: a balanced plan's mixed batch costs
                                   # the batch at the mean x (1 + slope x (canonical balance - kv_balance)), the
     unbalanced_wave_power: float = 1.6  # slope this at 1.5 waves, rising as ((waves - 1) / 0.5) ** this elsewhere
@@ -37,6 +40,8 @@ class PredictorConfig:
                                   # stands within this many times its usual keep margin (table.keep_margin_us)
     mixed_residual_k: int = 4     # >0: a mixed batch of a family with mixed batches measured is the ragged prior
                                   # scaled by its error at this many nearest of them (dispatcher/mixed_residual.py)
+    mixed_residual_std: float = 1.0  # ... by exp(mean + this x standard deviation) of those log errors: where the
+                                     # nearest disagree on the prior's error, the pipeline reads slower
     tile_weight: float = 8.0      # prefill: log2(query rows padded to whole 128-row tiles / query rows) x this
     resident_step: float = 0.4    # decode, "resident" split rules: twice the busiest SM's load costs 1 + this
 

@@ -214,24 +214,43 @@ def test_a_fixed_split_plan_pays_for_the_longest_request_in_every_request():
     assert mixed.pipeline == TC.id, mixed.reason
 
 
-def test_a_large_batch_runs_its_longest_request_unsplit_in_the_default_fa2_plan():
-    # batch 64 x 8 KV heads is ~4 waves of the H200's 132 SMs: FlashInfer's planner splits no request,
-    # so the 32k request costs FA2-TC what a one-wave batch at 32k does (measured at batch 77-144 with
-    # one 35-56k request: the default plan 1.8-2.4x slower than it is at the mean)
-    scout = dict(TP4, num_qo_heads=40, num_kv_heads=8)
-    xqa, tc = XQA, TC
+def scout_table(kv_dtype: str) -> tuple[Table, dict]:
+    """40/8 heads, batch 1-64 x 2k-32k: FA2-TC's default plan cheaper per token than XQA, dearer per call."""
+    scout = dict(TP4, num_qo_heads=40, num_kv_heads=8, kv_dtype=kv_dtype)
+    xqa, tc = (Pipeline(k, "bf16", kv_dtype, "bf16", tactic=knob) for k, knob in
+               (("trtllm-xqa", (("enable_pdl", True),)), ("fa2-tc", (("fixed_split_size", 0),))))
     t = Table()
     for b in (1, 8, 16, 32, 64):
         for kv in (2048, 4096, 16384, 32768):
             p = AttentionProblem(**scout, batch_size=b, kv_len=kv)
-            t.add(p, Timing(xqa, 5 + b * kv / 3000, 0.5, 0.04))
+            t.add(p, Timing(xqa, 5 + b * kv / 3000, 0.5, 0.04 if kv_dtype == "fp8" else 0.003))
             t.add(p, Timing(tc, 8 + b * kv / 4000, 0.5, 0.003))
+    return t, scout
+
+
+def test_a_large_batch_runs_its_longest_request_unsplit_in_the_default_fa2_plan():
+    # batch 64 x 8 KV heads is ~4 waves of the H200's 132 SMs: FlashInfer's planner splits no request,
+    # so the 32k request costs FA2-TC what a one-wave batch at 32k does (measured at batch 77-144 with
+    # one 35-56k request: the default plan 1.8-2.4x slower than it is at the mean); BF16 XQA's costs it
+    # about as that request alone, after the rest
+    t, scout = scout_table("bf16")
     d = Dispatcher(t, H200)
     assert d.choose(AttentionProblem(**scout, batch_size=64, kv_len=2048)).kernel == "fa2-tc"     # uniform
     mixed = d.choose(AttentionProblem(**scout, batch_size=64, kv_len=2100, max_kv_len=32768))
     assert mixed.kernel == "trtllm-xqa", mixed.reason
     small = d.choose(AttentionProblem(**scout, batch_size=8, kv_len=2100, max_kv_len=16000))  # < 2 waves: split
     assert small.kernel == "fa2-tc", small.reason
+
+
+def test_fp8_xqa_runs_the_longest_request_unsplit_in_a_batch_at_any_wave_count():
+    # FP8 XQA splits a request alone 12 ways but none in a batch past half a wave: its longest request
+    # costs one wave at that length, as FA2-TC's does, not the request alone (benchmarks/results/fp8-mixed-prior/)
+    from dispatcher.predictor import PredictorConfig
+    t, scout = scout_table("fp8")
+    mixed = AttentionProblem(**scout, batch_size=64, kv_len=2100, max_kv_len=32768)
+    assert Dispatcher(t, H200).choose(mixed).kernel == "fa2-tc"
+    old = Dispatcher(t, H200, predictor=PredictorConfig(fp8_longest_alone=1)).choose(mixed)
+    assert old.kernel == "trtllm-xqa", old.reason
 
 
 def partial_wave_table(kv_dtype: str) -> tuple[Table, Pipeline, Pipeline]:
@@ -268,3 +287,60 @@ def test_fp8_mixed_batches_past_one_wave_price_the_balanced_plan_by_how_the_toke
     t, xqa, tc = partial_wave_table("bf16")
     bf16 = AttentionProblem.from_seq_lens(seq_lens=spread_out.seq_lens, **dict(TP4, kv_dtype="bf16"))
     assert Dispatcher(t, H200).choose(bf16).pipeline == tc.id
+
+
+def test_the_vllm_checks_one_long_fp8_step_goes_to_xqa_not_a_fixed_split():
+    # tests/gpu/vllm_forward.py's step "one long: 31 x 500 + 16000" (40/8, FP8 KV and output): vLLM's XQA then
+    # quant 179-181 us; the fixed split of 1024 pages the plugin chose 333 us on an H200 and 367-370 on H100s
+    # (benchmarks/results/h200-2026-12-05-mixedsweep/, h100-2026-12-05/call3, h100-2026-12-05b); XQA writing
+    # FP8 itself 164-166 us (h200-2026-12-06/callB, callD, when the plugin chose it)
+    from dispatcher.integrations.vllm.answers import STEP_KNOBS, vllm_registry
+    from dispatcher.predictor import PredictorConfig
+    p = AttentionProblem.from_seq_lens(seq_lens=[500] * 31 + [16000], phase="decode", num_qo_heads=40, num_kv_heads=8,
+                                       head_dim=128, page_size=16, kv_dtype="fp8", out_dtype="fp8")
+
+    def plugin(**settings):           # what the vLLM plugin's per-step dispatcher decides from
+        return load(ROOT / "heuristics.db", "NVIDIA H200", registry=vllm_registry(STEP_KNOBS),
+                    predictor=PredictorConfig(**settings))
+    d = plugin()
+    dec = d.choose(p)
+    assert dec.kernel == "trtllm-xqa" and dec.fused_out_quant, dec.reason
+    split = {t.pipeline.id: t.median_us for t in d.model.predict(p) if "fixed_split_size=1024" in t.pipeline.id}
+    assert min(split.values()) > 300           # one wave of 16000-token chunks, not the mean batch's 125 us
+    assert min(t.median_us for t in plugin(fp8_fixed_chunks=0).model.predict(p)
+               if "fixed_split_size=1024" in t.pipeline.id) < 300
+    assert "fixed_split_size=1024" in plugin(fp8_longest_alone=1, fp8_fixed_chunks=0,
+                                              mixed_residual_std=0).choose(p).pipeline
+
+
+def test_corrections_that_disagree_nearby_read_the_pipeline_slower():
+    from dispatcher.mixed_residual import Residuals
+    near = [AttentionProblem(**TP4, batch_size=64, kv_len=2048, max_kv_len=n) for n in (16384, 32768)]
+    prior = {c: [Timing(XQA, 100.0, 1.0, 0.04), Timing(TC, 100.0, 1.0, 0.003)] for c in near}
+    measured = {near[0]: {XQA.id: Timing(XQA, 200.0, 1.0, 0.04), TC.id: Timing(TC, 100.0, 1.0, 0.003)},
+                near[1]: {XQA.id: Timing(XQA, 50.0, 1.0, 0.04), TC.id: Timing(TC, 100.0, 1.0, 0.003)}}
+    r = Residuals(lambda c: prior[c], lambda c: measured[c])
+    base = [Timing(XQA, 100.0, 1.0, 0.04), Timing(TC, 100.0, 1.0, 0.003)]
+    flat = {t.pipeline.id: t.median_us for t in r.corrected(base, near, 4, std_weight=0.0)}
+    assert flat == pytest.approx({XQA.id: 100.0, TC.id: 100.0})       # off by 2x and by 0.5x: no net correction
+    wary = {t.pipeline.id: t.median_us for t in r.corrected(base, near, 4, std_weight=0.5)}
+    assert wary[XQA.id] == pytest.approx(100 * 2 ** 0.5) and wary[TC.id] == pytest.approx(100.0)
+
+
+def test_a_default_plan_whose_nearby_corrections_disagree_is_not_chosen_on_one_of_them(tmp_path):
+    # mixed seed 2's batch of 139 (10/2, FP8 KV; mean 3618, longest 38935), measured on the H200: FA2-TC with
+    # a fixed split 383 us, XQA 397, FA2-TC's own plan 685. That plan's prior is off by 0.4-1.9x at nearby
+    # measured batches; taking their mean factor alone chose it (benchmarks/results/fp8-mixed-prior/)
+    from dispatcher.predictor import PredictorConfig
+    db = tmp_path / "mixed2.db"
+    db.write_bytes(lzma.decompress((ROOT / "benchmarks/results/h200-2026-12-06/mixed2.db.xz").read_bytes()))
+    rows = sqlite3.connect(db).execute(
+        "select lengths, pipeline, median_us from measurements where batch_size = 139 and num_kv_heads = 2 "
+        "and kv_dtype = 'fp8' and out_dtype = 'bf16' and status = 'ok'").fetchall()
+    measured = {pipe: us for _, pipe, us in rows}
+    p = AttentionProblem.from_seq_lens(seq_lens=json.loads(rows[0][0]), **TP4)
+    assert (p.batch_size, p.kv_len, p.max_kv_len) == (139, 3618, 38935)
+    chosen = load(ROOT / "heuristics.db", "NVIDIA H200").choose(p).pipeline
+    assert measured[chosen] <= 1.05 * min(measured.values()), chosen
+    naive = load(ROOT / "heuristics.db", "NVIDIA H200", predictor=PredictorConfig(mixed_residual_std=0)).choose(p)
+    assert naive.pipeline == "fa2-tc[fixed_split_size=0]" and measured[naive.pipeline] > 1.7 * min(measured.values())
