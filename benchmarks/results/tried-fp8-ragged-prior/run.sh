@@ -10,13 +10,15 @@ for s in h200-2026-12-05/mixed-seed1:mixed1 h200-2026-12-06/mixed2:mixed2 h200-2
   xz -dc benchmarks/results/${s%%:*}.db.xz > $W/${s##*:}.db
 done
 PY=${PY:-$PWD/.venv/bin/python}
+# the code as it was (its defaults are the rules of then), with experiment.patch's settings to switch
+git worktree add -q --detach $W/tree 3e3439a && git -C $W/tree apply "$PWD/$D/experiment.patch"
+cp heuristics.db $D/prior_fit.py $W/tree/
+fit() { (cd $W/tree && $PY prior_fit.py "$@"); }
 echo "## Choice set: the shipped db's measured mixed batches and mixed seed 1"
-for kv in fp8 bf16; do $PY $D/prior_fit.py $kv heuristics.db $W/mixed1.db; echo; done
+for kv in fp8 bf16; do fit $kv heuristics.db $W/mixed1.db; echo; done
 echo "## Report set: mixed seeds 2-4"
-$PY $D/prior_fit.py fp8 $W/mixed2.db $W/mixed3.db $W/mixed4.db; echo
-# the rules of experiment.patch, end to end, on a copy of the tree
-git worktree add -q --detach $W/tree HEAD && git -C $W/tree apply "$PWD/$D/experiment.patch"
-cp heuristics.db $W/tree/
+fit fp8 $W/mixed2.db $W/mixed3.db $W/mixed4.db; echo
+# the rules of experiment.patch, end to end
 score() {   # NAME JSON: FP8-KV mixed configurations' regret gm/max per set, and the pooled regret over all batches
   echo "$2" > $W/$1.json
   for n in mixed1 mixed2 mixed3 mixed4; do

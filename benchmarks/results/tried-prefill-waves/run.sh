@@ -5,7 +5,7 @@ set -euo pipefail
 D=benchmarks/results/tried-prefill-waves; R=benchmarks/results
 W=$(mktemp -d)
 trap 'git worktree remove --force $W/tree 2>/dev/null; rm -rf $W' EXIT
-git worktree add -q --detach $W/tree HEAD && git -C $W/tree apply "$PWD/$D/experiment.patch"
+git worktree add -q --detach $W/tree 7b8995e && git -C $W/tree apply "$PWD/$D/experiment.patch"
 cp heuristics.db $W/tree/ && cp $D/with_rule.py $W/tree/
 PY=${PY:-$PWD/.venv/bin/python}
 unpack() { xz -dc $R/$1.db.xz > $W/$2.db; }
