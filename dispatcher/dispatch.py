@@ -133,8 +133,8 @@ class Dispatcher:
         budget = relerr_budget(p.kv_dtype, p.out_dtype, self.max_relerr)
         table, model = self.table, self.model       # one table and what of it was lent, whatever a refresh does
         lent = table.lent.note if table.lent else (lambda cell, measured: "")
-        mine = table.lent.own.get(p) if table.lent else None      # this device's own cell in a lent family
-        here = list(mine.values()) if mine else table.timings(p)
+        mine = table.own_timings(p)                 # this device's own cell in a lent family
+        here = mine or table.timings(p)
         ranking = rank(here, budget, pick.id, allowed)
         if ranking is not None:
             at = (table.lent.own_at if mine and table.lent else table.measured_at).get(p, p)

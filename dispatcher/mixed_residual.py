@@ -10,6 +10,7 @@ leave planes far from the query, and the uniform cells' planes bent by them."""
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable, Sequence
 
 from .problem import AttentionProblem
@@ -49,13 +50,8 @@ class Residuals:
         out = []
         for t in base:
             used = self.used(t.pipeline.id, nearest, k)
-            f = math.exp(mean_plus_std([r for r, _ in used], std_weight)) if used else 1.0
+            logs = [r for r, _ in used]
+            f = math.exp(statistics.fmean(logs) + std_weight * statistics.pstdev(logs)) if used else 1.0
             errs = [e for e in (t.relerr, *(e for _, e in used)) if e is not None]
             out.append(Timing(t.pipeline, t.median_us * f, t.spread_us * f, max(errs) if errs else None))
         return out
-
-
-def mean_plus_std(values: Sequence[float], weight: float) -> float:
-    """mean + weight x (population) standard deviation of a non-empty sequence."""
-    mu = sum(values) / len(values)
-    return mu + weight * math.sqrt(sum((v - mu) ** 2 for v in values) / len(values))

@@ -171,6 +171,10 @@ class Table:
     def timings(self, cell: AttentionProblem) -> list[Timing]:
         return list(self.by_cell.get(cell, {}).values())
 
+    def own_timings(self, cell: AttentionProblem) -> list[Timing]:
+        """This device's own timings of a cell in a family lent from a twin ([]: none, or nothing lent)."""
+        return list(self.lent.own.get(cell, {}).values()) if self.lent else []
+
     def subset(self, cells: Iterable[AttentionProblem]) -> Table:
         """The same measurements, at `cells` only (a model fitted on part of a grid)."""
         t = Table()

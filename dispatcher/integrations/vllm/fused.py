@@ -100,8 +100,7 @@ def expected_times(answers: Answers, fields: dict[str, Any]) -> tuple[list[float
     for batch in EXPECTED_BATCHES:
         mean, longest = answers.settings.expected_decode(batch)
         cell = AttentionProblem(**fields, batch_size=batch, kv_len=mean, max_kv_len=longest).cell()
-        mine = table.lent.own.get(cell) if table.lent else None   # this GPU's own cell in a lent family
-        xqa = [t for t in (list(mine.values()) if mine else model.at(cell)) if t.pipeline.kernel == "trtllm-xqa"
+        xqa = [t for t in (table.own_timings(cell) or model.at(cell)) if t.pipeline.kernel == "trtllm-xqa"
                and t.pipeline.tactic_dict().get("enable_pdl", True) and not t.pipeline.q_quant]   # vLLM's PDL on
         own = [t.median_us for t in xqa if t.pipeline.fused_out_quant]
         quant = [t.median_us for t in xqa if t.pipeline.out_quant]
