@@ -10,7 +10,7 @@ from .device import KNOWN, DeviceInfo, describe, folded, named
 from .measurements import borrowing, held_elsewhere, read_rows, read_table, table_for  # noqa: F401 (their home was here)
 from .pipeline import Pipeline, candidates
 from .policy import max_relerr as relerr_budget
-from .predictor import Predictor, PredictorConfig
+from .predictor import FittedModel, Predictor, PredictorConfig
 from .problem import AttentionProblem
 from .registry import KernelSpec, ineligible_kernels, load_registry, tactic_reasons
 from .rules import DEFAULT_RULE, RULES, rule_pick
@@ -142,8 +142,8 @@ class Dispatcher:
             on = "" if mine else lent(p, True)
             return self._from_ranking(ranking, "learned" if on else "measured", budget, f"measured at {_sizes(at)}{on}")
         if self.learned:
-            rough = model.uses_ragged_prior(p)      # its times are estimates: the rule stands within more
-            keep = KEEP_RULE_SPREADS * (model.config.ragged_keep if rough else 1.0)
+            rough = model.uses_ragged_prior(p)
+            keep = KEEP_RULE_SPREADS * keep_factor(model, p, rough)
             ranking = rank(model.predict(p), budget, pick.id, allowed, keep)
             if ranking is not None:
                 where = (f"predicted at {_sizes(p)} from uniform batches at the mean, plus the longest "
@@ -268,6 +268,18 @@ def device_of(db: store.DbPath, device: str | None) -> DeviceInfo:
     finally:
         if conn:
             conn.close()
+
+
+def keep_factor(model: FittedModel, p: AttentionProblem, rough: bool) -> float:
+    """How many usual keep margins the rule's choice stands within: more where the predicted times are
+    rough estimates (a mixed batch read from uniform ones; with prefill_between_keep, a prefill batch
+    size never measured)."""
+    c = model.config
+    if rough:
+        return c.ragged_keep
+    if c.prefill_between_keep and p.phase == "prefill" and model.batch_rows(p) is not None:
+        return c.prefill_between_keep
+    return 1.0
 
 
 def load(db: store.DbPath = None, device: str | None = None, *, rule: str = DEFAULT_RULE,

@@ -149,3 +149,23 @@ def test_a_prefill_just_past_a_query_tile_is_read_from_shapes_past_one():
     dec = Dispatcher(t, H200).choose(pre(140))
     assert dec.source == "learned" and dec.kernel == "fa2", dec.reason       # FA3 18% slower at 140 rows
     assert Dispatcher(t, H200).choose(pre(240)).kernel == "fa3"              # both in two tiles: FA3
+
+
+def test_prefill_between_keep_lets_the_rule_stand_at_an_unmeasured_prefill_batch():
+    # batch 6 lies between the measured rows 4 and 8: FA2 reads 4% faster than FA3 (vLLM 0.33's pick), beyond
+    # the usual keep margin (a quarter of the 6% spread) but within 4 of them; measured batches keep the margin
+    from dispatcher.predictor import PredictorConfig
+    fa3 = Pipeline("fa3", "bf16", "bf16", "bf16")
+    fa2 = Pipeline("fa2", "bf16", "bf16", "bf16", tactic=(("fixed_split_size", 1024),))
+    t = Table()
+    for b in (1, 2, 4, 8, 16):
+        for q in (128, 256, 512):
+            cell = small(**SCOUT, phase="prefill", batch_size=b, q_len=q, kv_len=q).cell()
+            us = 3.0 + b * q / 50
+            t.add(cell, Timing(fa3, us, 0.06 * us, 0.003))
+            t.add(cell, Timing(fa2, 0.96 * us, 0.06 * us, 0.003))
+    between = small(**SCOUT, phase="prefill", batch_size=6, q_len=256, kv_len=256)
+    keep = PredictorConfig(prefill_between_keep=4)
+    assert Dispatcher(t, H200).choose(between).pipeline == fa2.id
+    assert Dispatcher(t, H200, predictor=keep).choose(between).pipeline == fa3.id
+    assert Dispatcher(t, H200, predictor=keep).choose(between.with_sizes(batch_size=8)).pipeline == fa2.id
