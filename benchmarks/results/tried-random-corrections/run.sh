@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# CPU replay of committed H200 databases (no device): the shipped heuristics.db with measured random
-# mixed batches (H200 mixed seed 1) imported as the families' mixed cells, scored on mixed seeds 2-4 and
-# the serving replay.
+# CPU replay of committed H200 and H100 databases (no device; needs setup.sh's .venv and the sqlite3 command):
+# the shipped heuristics.db with measured random mixed batches (H200 mixed seeds) imported as the families'
+# mixed cells, scored on the other seeds and the serving replay; then two rules tried instead.
 #   bash benchmarks/results/tried-random-corrections/run.sh > benchmarks/results/tried-random-corrections/run.txt
 set -euo pipefail
 D=benchmarks/results/tried-random-corrections; R=benchmarks/results
-W=$(mktemp -d); trap 'git worktree remove --force $W/tree 2>/dev/null; rm -rf $W' EXIT
+W=$(mktemp -d); trap 'git worktree remove --force "$W/tree" 2>/dev/null || true; rm -rf "$W"' EXIT
 T=".venv/bin/tuner"; PY=".venv/bin/python"
 unpack() { xz -dc $R/$1.db.xz > $W/$2.db; }
 unpack h200-2026-12-06/mixed1 mixed1; unpack h200-2026-12-06/mixed2 mixed2; unpack h200-2026-12-06/mixed3 mixed3
@@ -37,7 +37,7 @@ for db in shipped bf16 fp8 all fp8-only-random; do
 done
 wait
 echo "## regret gm/max per mixed configuration (BF16 KV first), H200 mixed seeds 2-4 and the serving replay"
-echo "## shipped: the FP8 skew grid's 133 canonical mixed cells; +bf16 / +fp8 / +all: seed 1's mixed batches of"
+echo "## shipped: the FP8 skew grid's 134 canonical mixed batches; +bf16 / +fp8 / +all: seed 1's mixed batches of"
 echo "## that KV dtype imported beside them; fp8-only-random: seed 1's FP8 batches instead of the canonical ones"
 for n in mixed2 mixed3 mixed4 replay; do
   for db in shipped bf16 fp8 all fp8-only-random; do
@@ -45,6 +45,8 @@ for n in mixed2 mixed3 mixed4 replay; do
     $PY $D/summarize.py "$name" $n $W/$db-$n.json
   done
 done
+echo; echo "## The BF16 prior against seeds 1-3's BF16 mixed batches (bf16_fit.py)"
+$PY $D/bf16_fit.py heuristics.db "NVIDIA H200" bf16 $W/mixed1.db $W/mixed2.db $W/mixed3.db
 echo; echo "## Issue 25's targets (benchmarks/targets.py)"
 for n in mixed2 mixed3 mixed4 replay; do
   for db in shipped fp8 fp8-only-random; do cp $W/$db-$n.json $W/$n-$db.json; $PY benchmarks/targets.py $W/$n-$db.json; done
@@ -70,11 +72,12 @@ for pair in "mixed1 mixed2" "mixed3 mixed4" "mixed1 mixed3" "mixed2 mixed4" "mix
   echo "$line"
 done
 
-echo; echo "## Two rules, not data (README, last part), pooled regret: the shipped model, then sibling.py (an FP8/FP8"
+echo; echo "## Two rules, not data (README, last part), pooled regret gm/max: the shipped model, then sibling.py (an FP8/FP8"
 echo "## family borrowing its BF16-out sibling's corrections), then bf16-rules.patch's BF16CHUNK (a BF16 fixed split"
 echo "## costs one wave of its chunks) and BF16CHUNK + BF16XQA (XQA with BF16 KV: one wave at the longest too)"
-git worktree add -q --detach $W/tree 29d8347 && git -C $W/tree apply "$PWD/$D/bf16-rules.patch"
-cp heuristics.db $W/tree/ && cp $D/sibling.py $W/tree/
+git worktree add -q --detach $W/tree 29d8347
+git -C $W/tree apply "$PWD/$D/bf16-rules.patch"
+cp heuristics.db $D/sibling.py $W/tree/
 unpack h100-2026-12-06-grid/h100grid h100grid
 unpack h100-2026-12-05/mixed5 h100-mixed5; unpack h100-mixed6-7/mixed6 h100-mixed6; unpack h100-mixed6-7/mixed7 h100-mixed7
 H100="NVIDIA H100 80GB HBM3"
@@ -87,7 +90,8 @@ rules() {   # NAME ENV... -- TUNER...: pooled regret on every mixed set, each wi
   wait
   line="$name:"
   for n in mixed1 mixed2 mixed3 mixed4 replay h100-mixed5 h100-mixed6 h100-mixed7; do
-    line="$line $n $($PY -c "import json,sys; print(f\"{json.load(open(sys.argv[1]))['overall']['learned']['regret_geomean']:.4f}\")" $W/rule-$name-$n.json)"
+    line="$line $n $($PY -c "import json,sys; o = json.load(open(sys.argv[1]))['overall']['learned']
+print(f\"{o['regret_geomean']:.4f}/{o['regret_max']:.2f}\")" $W/rule-$name-$n.json)"
   done
   echo "$line"
 }
@@ -96,4 +100,4 @@ rules shipped $APY -m tuner
 rules sibling $APY sibling.py
 rules bf16-chunk BF16CHUNK=1 $APY -m tuner
 rules bf16-chunk+xqa BF16CHUNK=1 BF16XQA=1 $APY -m tuner
-git worktree remove --force $W/tree
+
