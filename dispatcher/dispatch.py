@@ -143,12 +143,14 @@ class Dispatcher:
             return self._from_ranking(ranking, "learned" if on else "measured", budget, f"measured at {_sizes(at)}{on}")
         if self.learned:
             rough = model.uses_ragged_prior(p)
-            keep = KEEP_RULE_SPREADS * keep_factor(model, p, rough)
-            ranking = rank(model.predict(p), budget, pick.id, allowed, keep)
+            factor = keep_factor(model, p, rough)
+            ranking = rank(model.predict(p), budget, pick.id, allowed, KEEP_RULE_SPREADS * factor)
             if ranking is not None:
                 where = (f"predicted at {_sizes(p)} from uniform batches at the mean, plus the longest "
                          "request alone where a kernel's time follows it" if rough
-                         else f"predicted at {_sizes(p)} from measured neighbours")
+                         else f"predicted at {_sizes(p)} from measured neighbours"
+                         + (f" (a batch size never measured: the rule stands within {factor:g}x the keep margin)"
+                            if factor != 1 else ""))
                 if rough and (n := model.mixed_residuals(p, ranking.winner.pipeline.id)):
                     where += f", scaled by its error at the {n} nearest measured mixed batches"
                 return self._from_ranking(ranking, "learned", budget, where + lent(p, False))
