@@ -20,7 +20,7 @@ left() { echo $(( budget - ($(date +%s) - t0) )); }
 #   mkdir /tmp/fp && tar xzf .gpu/flashinfer.tgz -C /tmp/fp && (cd /tmp/fp && tar cJf - flashinfer) > .gpu/flashinfer.txz
 #   (then move .gpu/flashinfer.tgz out of .gpu: the carry limit is 64 MiB with the tracked files)
 [ -f .gpu/flashinfer.txz ] && [ ! -d /tmp/site/flashinfer ] && mkdir -p /tmp/site && tar xJf .gpu/flashinfer.txz -C /tmp/site
-source .gpu/setup.sh || exit 1
+source benchmarks/device_env.sh || exit 1
 aot=/tmp/site/flashinfer/data/aot
 [ -z "${NOAOT:-}" ] && [ -f .gpu/aot.txz ] && mkdir -p $aot && tar xJf .gpu/aot.txz -C $aot --strip-components=1 && echo "AOT modules: $(ls $aot | wc -l)" | tee $OUT/aot.txt
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee $OUT/env.txt

@@ -9,7 +9,7 @@
 set -uo pipefail
 t0=$(date +%s)
 [ -f .gpu/flashinfer.txz ] && [ ! -d /tmp/site/flashinfer ] && mkdir -p /tmp/site && tar xJf .gpu/flashinfer.txz -C /tmp/site
-source .gpu/setup.sh || exit 1
+source benchmarks/device_env.sh || exit 1
 aot=/tmp/site/flashinfer/data/aot
 [ -f .gpu/aot.txz ] && mkdir -p $aot && tar xJf .gpu/aot.txz -C $aot --strip-components=1 && echo "AOT modules: $(ls $aot | wc -l)"
 # vLLM's Python files for tests/gpu/test_vllm_forward_gpu.py (`python -m tests.vllm_wheel pack .gpu/vllm.txz`)

@@ -7,7 +7,7 @@ set -uo pipefail
 t0=$(date +%s)
 at() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
 [ -f .gpu/flashinfer.txz ] && [ ! -d /tmp/site/flashinfer ] && mkdir -p /tmp/site && tar xJf .gpu/flashinfer.txz -C /tmp/site
-source .gpu/setup.sh || exit 1
+source benchmarks/device_env.sh || exit 1
 aot=/tmp/site/flashinfer/data/aot
 mkdir -p $aot && tar xJf .gpu/aot.txz -C $aot --strip-components=1
 noise() { grep -v "UserWarning\|scaled_dot_product\|nanobind\|leaked\|skipped remainder\|refleaks"; }
