@@ -16,14 +16,13 @@ Batches whose one-layer KV cache would not fit beside the model's other layers a
 from __future__ import annotations
 
 import argparse
-import json
 import random
 from collections.abc import Callable
-from pathlib import Path
 
 from offgrid import configurations, drawn, log_uniform  # the off-grid set's draws (benchmarks/offgrid.py)
 
 from dispatcher.problem import AttentionProblem
+from tuner.problem_files import write_problems
 
 
 def one_long(rng: random.Random, b: int) -> list[int]:
@@ -67,8 +66,7 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     probs = batches(a.seed, a.model, a.per, a.memory_gib)
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text("".join(json.dumps(p.to_dict()) + "\n" for p in probs))
+    write_problems(a.out, probs)
     skews = sorted(p.skew for p in probs)
     print(f"{len(probs)} batches (seed {a.seed}) -> {a.out}; longest/mean median {skews[len(skews) // 2]:.1f}, "
           f"max {skews[-1]:.1f}")

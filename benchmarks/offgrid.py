@@ -13,14 +13,13 @@ one-layer KV cache would not fit beside the model's other layers on `--memory-gi
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import random
 from collections.abc import Callable
-from pathlib import Path
 
 from dispatcher.problem import AttentionProblem
 from tuner.models import preset
+from tuner.problem_files import write_problems
 from tuner.sizes import kv_bytes
 
 
@@ -78,8 +77,7 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     probs = shapes(a.seed, a.model, a.decode, a.prefill, a.memory_gib)
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text("".join(json.dumps(p.to_dict()) + "\n" for p in probs))
+    write_problems(a.out, probs)
     print(f"{len(probs)} shapes (seed {a.seed}) -> {a.out}")
 
 

@@ -13,10 +13,9 @@ the grid's prefix factor 4).
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 
 from dispatcher.problem import AttentionProblem
+from tuner.problem_files import write_problems
 
 try:
     from offgrid import configurations
@@ -40,8 +39,7 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     probs = shapes(a.model)
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text("".join(json.dumps(p.to_dict()) + "\n" for p in probs))
+    write_problems(a.out, probs)
     print(f"{len(probs)} prefill shapes -> {a.out}")
 
 

@@ -13,11 +13,10 @@ query lengths 100-600, without and after a cached prefix of up to 3x the query.
 from __future__ import annotations
 
 import argparse
-import json
 import random
-from pathlib import Path
 
 from dispatcher.problem import AttentionProblem
+from tuner.problem_files import write_problems
 
 try:
     from offgrid import configurations, log_uniform
@@ -48,8 +47,7 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     probs = shapes(a.seed, a.model, a.per_config)
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text("".join(json.dumps(p.to_dict()) + "\n" for p in probs))
+    write_problems(a.out, probs)
     print(f"{len(probs)} prefill shapes (seed {a.seed}) -> {a.out}")
 
 

@@ -19,13 +19,12 @@ only; steps the harness could not time are counted and left out."""
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sqlite3
 from collections.abc import Callable
-from pathlib import Path
 
 from dispatcher.problem import AttentionProblem
+from tuner.problem_files import write_problems
 
 STEPS = 8
 GEOMETRY = {"tp1": (40, 8), "tp4": (10, 2)}
@@ -162,7 +161,7 @@ def main() -> None:
     a = ap.parse_args()
     if a.cmd == "steps":
         rows = step_problems(a.seed)
-        Path(a.out).write_text("".join(json.dumps(p.to_dict()) + "\n" for _, p in rows))
+        write_problems(a.out, (p for _, p in rows))
         print(f"{len(rows)} step batches -> {a.out}")
     else:
         report(a.seed, a.db, a.decide)

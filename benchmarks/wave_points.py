@@ -13,14 +13,13 @@ tiered tells whether the three statistics rank the kernels where two do not (one
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 
 from offgrid import configurations  # the off-grid set's configurations (benchmarks/offgrid.py)
 
 from dispatcher.problem import AttentionProblem, longest_request
 from tuner.grid import MIXED
 from tuner.lengths import LAYOUTS, balanced
+from tuner.problem_files import write_problems
 from tuner.sizes import kv_bytes
 
 
@@ -65,8 +64,7 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     probs = points(a.layout, a.sm_count, a.waves)
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text("".join(json.dumps(p.to_dict()) + "\n" for p in probs))
+    write_problems(a.out, probs)
     print(f"{len(probs)} batches ({a.layout}) -> {a.out}")
 
 

@@ -146,9 +146,9 @@ def in_process(db, **kw):
 
 def cpu_sweep_of(tmp_path, *problems: AttentionProblem) -> Path:
     """These problems swept on the CPU by `tuner sweep --problems` into a new database (its path)."""
-    import json
+    from tuner.problem_files import write_problems
     f = tmp_path / "problems.jsonl"
-    f.write_text("".join(json.dumps(p.to_dict()) + "\n" for p in problems))
+    write_problems(f, problems)
     db = tmp_path / "swept.db"
     r = subprocess.run([sys.executable, "-m", "tuner", "sweep", "--problems", str(f), "--device", "cpu", "--db",
                         str(db)], capture_output=True, text=True, cwd=ROOT)

@@ -16,6 +16,7 @@ from dispatcher.predictor import PredictorConfig
 from dispatcher.table import Table, Timing
 from tests.conftest import ROOT, small
 from tests.test_model import SCOUT, TC, XQA, twin_table
+from tuner.problem_files import write_problems
 
 
 def crossing_table() -> Table:
@@ -101,7 +102,7 @@ def test_evaluate_offgrid_scores_the_decisions_on_measured_off_grid_shapes(swept
     # the swept db measured batch 1 and 4 x kv 64 and 256; these shapes lie between and beyond
     shapes = [small(batch_size=b, kv_len=kv) for b, kv in ((2, 100), (3, 180), (2, 300))]
     probs = tmp_path / "off.jsonl"
-    probs.write_text("".join(json.dumps(p.to_dict()) + "\n" for p in shapes))
+    write_problems(probs, shapes)
     off = tmp_path / "off.db"
     r = tuner("sweep", "--problems", str(probs), "--device", "cpu", "--db", str(off), "--no-isolate")
     assert r.returncode == 0, r.stderr[-2000:]

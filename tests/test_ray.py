@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from tests.conftest import ROOT, small
+from tuner.problem_files import write_problems
 
 pytest.importorskip("ray")
 
@@ -24,7 +25,7 @@ def _sweep(db, probs, *extra):
 def test_local_ray_shards_merge_into_the_callers_database(tmp_path):
     probs = tmp_path / "p.jsonl"
     ps = [small(batch_size=b, kv_len=kv) for b in (1, 2, 4) for kv in (64, 256)]
-    probs.write_text("".join(json.dumps(p.to_dict()) + "\n" for p in ps))
+    write_problems(probs, ps)
     db = tmp_path / "h.db"
     r = _sweep(db, probs, "--shards", "3")          # `--ray` with no address: a local instance
     assert r.returncode == 0, r.stderr[-3000:]

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import IO, Any
 
 from dispatcher.problem import AttentionProblem, ProblemError
@@ -76,3 +77,11 @@ def read_problems(path: str) -> list[AttentionProblem]:
     if not out:
         raise ValueError(f"{path} holds no problems; write one JSON problem per line")
     return out
+
+
+def write_problems(path: str | Path, problems: Iterable[AttentionProblem]) -> int:
+    """`problems` as the JSON lines read_problems reads (its folder made); how many were written."""
+    lines = [json.dumps(p.to_dict()) + "\n" for p in problems]
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text("".join(lines))
+    return len(lines)
