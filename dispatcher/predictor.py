@@ -23,8 +23,8 @@ Settings live in one value (PredictorConfig, a JSON file for `tuner evaluate --p
 
 - ragged_prior(p): a mixed batch: each pipeline from uniform batches, at the mean, plus the longest
                 request alone for kernels whose time follows the longest request (`ragged` in
-                kernels.toml); where the family has mixed batches measured, scaled by its error at the
-                mixed_residual_k nearest of them (dispatcher/mixed_residual.py). Rough estimates: the
+                kernels.toml); where the family has mixed batches measured (FP8 KV), scaled by its error at
+                the mixed_residual_k nearest of them (dispatcher/mixed_residual.py). Rough estimates: the
                 dispatcher keeps the rule's choice within ragged_keep times its usual margin.
 
 One rule combines them (FittedModel.predict): ragged_prior's times (corrected) for a mixed batch; for a
@@ -44,7 +44,7 @@ from dataclasses import replace
 from typing import Any
 
 from .device import DeviceInfo
-from .mixed_residual import Residuals
+from .mixed_residual import Residuals, modelled
 from .model import fit_plane
 from .predictor_config import PredictorConfig as PredictorConfig  # re-exported: its home before
 from .problem import Q_TILE, AttentionProblem, q_tiles
@@ -119,9 +119,8 @@ class FittedModel:
 
     def __init__(self, table: Table, config: PredictorConfig, sm_count: int, ragged: dict[str, str] | None = None,
                  splits: dict[str, dict[str, SplitRule]] | None = None):
-        self.table, self.config, self.sm_count = table, config, sm_count
-        self.ragged = ragged or {}
-        self.splits = splits or {}
+        self.table = table = modelled(table, config.mixed_residual_16bit_kv)
+        self.config, self.sm_count, self.ragged, self.splits = config, sm_count, ragged or {}, splits or {}
         self._mixed = {fam for fam, cells in table.by_family.items() if any(c.skew > 1 for c in cells)}
         self._uniform: FittedModel | None = None      # mixed_residual_k: the model of the uniform cells alone
         if config.mixed_residual_k and self._mixed:

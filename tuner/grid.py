@@ -30,6 +30,9 @@ class SizeGrid:
     # decode's longest request over the mean (1: uniform batches only); each within what the batch
     # allows and with the longest request at most the largest decode_kv (tuner/lengths.py lays them out)
     decode_skew: tuple[int, ...] = (1,)
+    # the KV dtypes whose decode gets that axis: the model leaves a BF16 or FP16 cache's measured mixed batches
+    # out (PredictorConfig.mixed_residual_16bit_kv), so measuring them would only cost sweep time
+    skew_kv_dtypes: tuple[str, ...] = ("fp8",)
 
 
 FULL = SizeGrid(decode_batch=tuple(pow2_range(1, 512)), decode_kv=tuple(pow2_range(128, 131072)),
@@ -41,19 +44,21 @@ DENSE = SizeGrid(decode_batch=tuple(sorted({*pow2_range(1, 512), *(3 * b for b i
                  decode_kv=tuple(sorted({*pow2_range(128, 131072), *(round(2 ** (k + 0.5)) for k in range(7, 17))})),
                  prefill_batch=(1, 2, 4, 8, 16), prefill_q=(128, 256, 512, 1024, 2048, 4096, 8192),
                  prefill_prefix_factor=(1, 2, 4), max_prefill_kv=32768, max_tokens=32768)
-# FULL with decode's skew axis: mixed-length batches, one long request among short ones (3.3x the
-# decode points: for --search adaptive, see docs/mixed-batches.md)
+# FULL with decode's skew axis for FP8 KV: mixed-length batches, one long request among short ones (3.3x
+# an FP8 configuration's decode points: for --search adaptive, see docs/mixed-batches.md)
 MIXED = dataclasses.replace(FULL, decode_skew=(1, 2, 4, 8, 16, 32))
 # small enough that a CPU sweep of llama4-scout takes under two minutes on two cores
 QUICK = SizeGrid(decode_batch=(1, 4, 16), decode_kv=(128, 512), prefill_batch=(1,), prefill_q=(64, 256),
                  prefill_prefix_factor=(1, 4), max_prefill_kv=1024, max_tokens=256)
 
 
-def sizes(phase: str, g: SizeGrid) -> list[tuple[int, int, int, int]]:
-    """(batch_size, q_len, kv_len, max_kv_len) of every grid point: kv_len is the mean per request."""
+def sizes(phase: str, g: SizeGrid, kv_dtype: str = "fp8") -> list[tuple[int, int, int, int]]:
+    """(batch_size, q_len, kv_len, max_kv_len) of every grid point for a KV cache of `kv_dtype`: kv_len is
+    the mean per request."""
     if phase == "decode":
         top = max(g.decode_kv)
-        return [(b, 1, kv, kv * s) for s in g.decode_skew for b in g.decode_batch for kv in g.decode_kv
+        skews = g.decode_skew if kv_dtype in g.skew_kv_dtypes else (1,)
+        return [(b, 1, kv, kv * s) for s in skews for b in g.decode_batch for kv in g.decode_kv
                 if kv * s <= min(top, longest_request(b, kv, 1))]
     out = []
     for b in g.prefill_batch:
@@ -78,7 +83,7 @@ def problems(model: ModelPreset, tps: list[int], phases: list[str], kv_dtypes: l
             for phase in phases:
                 for kv in kv_dtypes:
                     for o in out_dtypes:
-                        for b, q, L, top in sizes(phase, grid):
+                        for b, q, L, top in sizes(phase, grid, kv):
                             p = AttentionProblem(
                                 phase=phase, num_qo_heads=hq, num_kv_heads=hkv, head_dim=model.head_dim,
                                 page_size=page, batch_size=b, q_len=q, kv_len=L, max_kv_len=top, q_dtype=q_dtype,

@@ -52,11 +52,10 @@ def sweep(
     full: Annotated[bool, typer.Option("--full", help="the full grid (the default on a GPU)")] = False,
     dense: Annotated[bool, typer.Option("--dense", help="the full grid with the half-octave sizes between (3.4x "
                                                         "the decode points: for --search adaptive)")] = False,
-    mixed: Annotated[bool, typer.Option("--mixed", help="the full grid with decode's skew axis: batches with one "
-                                                        "request 2-32x the mean (3.3x the decode points: for "
-                                                        "--search adaptive; measured so far, these batches make "
-                                                        "decisions on random mixed batches worse, see "
-                                                        "docs/mixed-batches.md)")] = False,
+    mixed: Annotated[bool, typer.Option("--mixed", help="the full grid with decode's skew axis for FP8 KV: batches "
+                                                        "with one request 2-32x the mean (3.3x an FP8 "
+                                                        "configuration's decode points: for --search adaptive; "
+                                                        "how they change decisions: docs/mixed-batches.md)")] = False,
     timing: Annotated[Optional[str], typer.Option(help="graph | eager on CUDA (default graph); the CPU uses "
                                                        "wall")] = None,
     max_relerr: Annotated[Optional[float], typer.Option(help="accuracy budget for every pipeline (default: per "
