@@ -165,9 +165,9 @@ def test_prefill_between_keep_lets_the_rule_stand_at_an_unmeasured_prefill_batch
             t.add(cell, Timing(fa3, us, 0.06 * us, 0.003))
             t.add(cell, Timing(fa2, 0.96 * us, 0.06 * us, 0.003))
     between = small(**SCOUT, phase="prefill", batch_size=6, q_len=256, kv_len=256)
-    keep = PredictorConfig(prefill_between_keep=4)
-    assert Dispatcher(t, H200).choose(between).kernel == "fa2"
-    kept = Dispatcher(t, H200, predictor=keep).choose(between)
+    keep, off = PredictorConfig(), PredictorConfig(prefill_between_keep=0)
+    assert keep.prefill_between_keep == 4 and Dispatcher(t, H200, predictor=off).choose(between).kernel == "fa2"
+    kept = Dispatcher(t, H200).choose(between)
     assert kept.kernel == "fa3" and "a batch size never measured" in kept.reason, kept.reason
     # a measured batch size at an unmeasured length is predicted too, with the usual margin
     row = between.with_sizes(batch_size=8, q_len=384, kv_len=384)
