@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# CPU replay of measured off-grid sets, each decided with a device's table, three ways: as shipped; with the
-# prefill wave rule of ../tried-prefill-waves/ (its worktree and patch, 7b8995e: later commits change mixed
-# decode only, so its other decisions are today's); with PredictorConfig.prefill_between_keep 4.
+# CPU replay of measured off-grid sets, each decided with a device's table, three ways: "shipped", as shipped
+# before prefill_between_keep was on; with the prefill wave rule of ../tried-prefill-waves/ (both from its
+# worktree and patch, 7b8995e: later commits change mixed decode and that setting only, so its other decisions
+# are today's); "keep", with PredictorConfig.prefill_between_keep 4 (the default now).
 # usage: score.sh NAME=DB.xz:DEVICE:TABLE[:MEASURED_ON] ... (TABLE: the heuristics.db to decide with, .xz or
 # not; MEASURED_ON: score on another device's times in DB, tuner evaluate --measured-on), e.g.
 #   bash benchmarks/results/prefill-waves/score.sh "og1=benchmarks/results/h200-2026-12-05/offgrid-seed1.db.xz:NVIDIA H200:heuristics.db"
 set -euo pipefail
-[ $# -gt 0 ] || { sed -n 2,7p "$0"; exit 2; }
+[ $# -gt 0 ] || { sed -n 2,8p "$0"; exit 2; }
 P=benchmarks/results/tried-prefill-waves
 W=$(mktemp -d)
 trap 'git worktree remove --force "$W/tree" 2>/dev/null || true; rm -rf "$W"' EXIT
