@@ -20,11 +20,14 @@ Prior = Callable[[AttentionProblem], list[Timing]]
 
 
 def modelled(table: Table, with_16bit_kv: int) -> Table:
-    """The cells the model reads: without a BF16 or FP16 KV cache's measured mixed batches unless
-    `with_16bit_kv` (PredictorConfig.mixed_residual_16bit_kv). As corrections they made decisions worse on
-    every set they were scored on, H200 and H100: near two waves the prior's error there changes sign
-    (benchmarks/results/bf16-mixed-corrections/). They stay in the table: a measured one is still measured."""
-    kept = [c for c in table.by_cell if with_16bit_kv or c.skew == 1 or c.kv_dtype == "fp8"]
+    """The cells the model reads: without a BF16 or FP16 KV cache's measured mixed batches where their family
+    has uniform ones to read them from, unless `with_16bit_kv` (PredictorConfig.mixed_residual_16bit_kv). As
+    corrections they made decisions worse in all 12 comparisons scored, H200 and H100: near two waves the
+    prior's error there changes sign (benchmarks/results/bf16-mixed-corrections/). They stay in the
+    dispatcher's table: a measured one is still decided as measured."""
+    uniform = {c.family() for c in table.by_cell if c.skew == 1}
+    kept = [c for c in table.by_cell
+            if with_16bit_kv or c.skew == 1 or c.kv_dtype == "fp8" or c.family() not in uniform]
     return table if len(kept) == len(table.by_cell) else table.subset(kept)
 
 

@@ -355,7 +355,8 @@ class FittedModel:
         return out
 
     def at(self, p: AttentionProblem, stepped: bool = True) -> list[Timing]:
-        """What the table says at p: its measurements where p's cell was measured, else predict(p)."""
+        """What the model's table says at p (modelled: not a 16-bit cache's mixed batches): its measurements
+        where p's cell is in it, else predict(p)."""
         return self.table.timings(p) or self.predict(p, stepped)
 
     def predict(self, p: AttentionProblem, stepped: bool = True) -> list[Timing]:

@@ -154,6 +154,10 @@ def test_a_bf16_cache_s_measured_mixed_batches_stay_out_of_the_model_yet_count_a
     assert Dispatcher(t, H200).choose(measured).source == "measured"
     old = Dispatcher(t, H200, predictor=PredictorConfig(mixed_residual_16bit_kv=1)).choose(near)
     assert old.kernel == "trtllm-xqa" and "scaled by its error" in old.reason
+    alone = Table()                    # a family measured mixed only keeps them: nothing else to read from
+    for x in t.timings(measured):
+        alone.add(measured, x)
+    assert Dispatcher(alone, H200).choose(near).source in ("learned", "nearest")
 
 
 def test_the_correction_keeps_what_the_mixed_batches_measured_about_accuracy_and_names_only_its_own():
