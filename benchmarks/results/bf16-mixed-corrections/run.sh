@@ -11,7 +11,7 @@ unpack() { xz -dc $R/$1.db.xz > $W/$2.db; }
 unpack h200-2026-12-05-mixedsweep/mixedsweep h200sweep; unpack h100-2026-12-06-mixedsweep/mixedsweep h100sweep
 unpack h200-2026-12-06/mixed1 mixed1; unpack h200-2026-12-06/mixed2 mixed2; unpack h200-2026-12-06/mixed3 mixed3
 unpack prefill-tiles/mixed4 mixed4; unpack h200-2026-12-06/replay replay
-unpack h100-mixed6-7/mixed6 mixed6; unpack h100-mixed6-7/mixed7 mixed7
+unpack h100-2026-12-05b/mixed5 mixed5; unpack h100-mixed6-7/mixed6 mixed6; unpack h100-mixed6-7/mixed7 mixed7
 mixed_of() {   # DB OUT.jsonl [KV]: the mixed batches measured in DB (of KV-cache dtype KV only)
   $T export --db $1 --out $W/export.jsonl > /dev/null
   $PY -c "
@@ -41,8 +41,8 @@ H200="NVIDIA H200"; H100="NVIDIA H100 80GB HBM3"
 run shipped "$H200" mixed1 mixed2 mixed3 mixed4 replay
 run h200sweep-table "$H200" mixed1 mixed2 mixed3 mixed4 replay
 run seed1bf16-table "$H200" mixed2 mixed3 mixed4 replay
-run h100sweep "$H100" mixed6 mixed7
-run h100uniform "$H100" mixed6 mixed7
+run h100sweep "$H100" mixed5 mixed6 mixed7
+run h100uniform "$H100" mixed5 mixed6 mixed7
 line() { $PY $D/summarize.py "$1" $2 $W/$3-$2-$4.json; }
 echo "## regret gm (max, batches) of the learned decisions: pooled, and decode by KV dtype"
 echo "## H200 sets (mixed seeds 1-4, the serving replay)"
@@ -54,8 +54,8 @@ for s in mixed1 mixed2 mixed3 mixed4 replay; do
   line "+ seed 1's BF16, as corrections" $s seed1bf16-table with16
   line "+ seed 1's BF16, left out" $s seed1bf16-table default
 done
-echo "## H100 sets (mixed seeds 6-7), the H100's --mixed sweep as its table"
-for s in mixed6 mixed7; do
+echo "## H100 sets (mixed seeds 5-7), the H100's --mixed sweep as its table"
+for s in mixed5 mixed6 mixed7; do
   line "its uniform points alone" $s h100uniform default
   line "all its points, BF16 as corrections" $s h100sweep with16
   line "all its points, BF16 left out" $s h100sweep default
