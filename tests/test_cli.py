@@ -75,3 +75,10 @@ def test_a_flag_that_a_problem_file_would_override_is_refused(tmp_path):
     assert not (tmp_path / "x.db").exists()
     r = tuner("decide", "--input", str(f), "--json", "--device", "NVIDIA H200")
     assert r.returncode == 0 and json.loads(r.stdout)["kernel"]
+
+
+def test_a_mixed_sweep_without_fp8_kv_says_what_to_add_and_writes_nothing(tmp_path):
+    db = tmp_path / "h.db"
+    r = tuner("sweep", "--mixed", "--kv-dtypes", "bf16", "--device", "cpu", "--db", str(db))
+    assert r.returncode == 2 and "skew axis for fp8 KV only" in r.stderr and "add fp8" in r.stderr, r.stderr
+    assert not db.exists()

@@ -86,6 +86,12 @@ class SweepRequest:
                 _one_of("page size", self.page_sizes, sweep_page_sizes())
         if self.grid is not None and self.grid not in GRIDS:
             raise SweepRequestError("grid", f"grid {self.grid!r} is not one of {', '.join(GRIDS)}")
+        skewed = GRIDS["mixed"].skew_kv_dtypes
+        if self.grid == "mixed" and not set(self.kv_dtypes) & set(skewed):
+            raise SweepRequestError(
+                "kv_dtypes", f"the mixed grid adds decode's skew axis for {'/'.join(skewed)} KV only (other caches' "
+                f"mixed batches are read from uniform ones: docs/mixed-batches.md), and kv_dtypes is "
+                f"{','.join(self.kv_dtypes)}: add fp8, or sweep the full grid")
 
 
 class SweepRequestError(ValueError):
