@@ -107,7 +107,8 @@ class SweepCreate(BaseModel):
     page_sizes: Optional[list[int]] = Field(None, max_length=4, description="page sizes the kernels take: 16, 32, 64, "
                                                                             "128")
     grid: Optional[str] = Field(None, description="quick | full | dense | mixed (default: full on a GPU, quick on "
-                                                  "the CPU)")
+                                                  "the CPU; mixed: FP8 decode's skew axis, so decode and fp8 in the "
+                                                  "request)")
     problems: Optional[list[ProblemIn]] = Field(None, max_length=MAX_SWEEP_PROBLEMS)
 
 

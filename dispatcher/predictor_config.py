@@ -46,7 +46,8 @@ class PredictorConfig:
     mixed_residual_std: float = 1.0  # ... by exp(mean + this x standard deviation) of those log errors: where the
                                      # nearest disagree on the prior's error, the pipeline reads slower
     mixed_residual_16bit_kv: int = 0  # 1: so do a BF16 or FP16 KV family's measured mixed batches (0: the model
-                                      # leaves them out: benchmarks/results/bf16-mixed-corrections/)
+                                      # leaves them out where the family has uniform ones to read them from:
+                                      # benchmarks/results/bf16-mixed-corrections/)
     tile_weight: float = 8.0      # prefill: log2(query rows padded to whole 128-row tiles / query rows) x this
     resident_step: float = 0.4    # decode, "resident" split rules: twice the busiest SM's load costs 1 + this
 

@@ -80,5 +80,8 @@ def test_a_flag_that_a_problem_file_would_override_is_refused(tmp_path):
 def test_a_mixed_sweep_without_fp8_kv_says_what_to_add_and_writes_nothing(tmp_path):
     db = tmp_path / "h.db"
     r = tuner("sweep", "--mixed", "--kv-dtypes", "bf16", "--device", "cpu", "--db", str(db))
-    assert r.returncode == 2 and "skew axis for fp8 KV only" in r.stderr and "add fp8" in r.stderr, r.stderr
+    assert r.returncode == 2 and "skew axis to fp8-KV decode only" in r.stderr, r.stderr
+    assert "the KV dtypes asked are bf16: ask for decode and fp8" in r.stderr
+    r = tuner("sweep", "--mixed", "--phases", "prefill", "--device", "cpu", "--db", str(db))
+    assert r.returncode == 2 and "the phases asked are prefill: ask for decode and fp8" in r.stderr, r.stderr
     assert not db.exists()

@@ -86,12 +86,21 @@ class SweepRequest:
                 _one_of("page size", self.page_sizes, sweep_page_sizes())
         if self.grid is not None and self.grid not in GRIDS:
             raise SweepRequestError("grid", f"grid {self.grid!r} is not one of {', '.join(GRIDS)}")
+        if self.grid == "mixed":
+            self._check_mixed()
+
+    def _check_mixed(self) -> None:
+        """The mixed grid differs from the full one only in FP8-KV decode: refuse a request without it."""
         skewed = GRIDS["mixed"].skew_kv_dtypes
-        if self.grid == "mixed" and not set(self.kv_dtypes) & set(skewed):
-            raise SweepRequestError(
-                "kv_dtypes", f"the mixed grid adds decode's skew axis for {'/'.join(skewed)} KV only (other caches' "
-                f"mixed batches are read from uniform ones: docs/mixed-batches.md), and kv_dtypes is "
-                f"{','.join(self.kv_dtypes)}: add fp8, or sweep the full grid")
+        if "decode" not in self.phases:
+            field, got = "phases", f"the phases asked are {','.join(self.phases)}"
+        elif not set(self.kv_dtypes) & set(skewed):
+            field, got = "kv_dtypes", f"the KV dtypes asked are {','.join(self.kv_dtypes)}"
+        else:
+            return
+        raise SweepRequestError(field, f"the mixed grid adds a skew axis to {'/'.join(skewed)}-KV decode only (other "
+                                "caches' mixed batches are read from uniform ones: docs/mixed-batches.md), and "
+                                f"{got}: ask for decode and fp8, or sweep the full grid")
 
 
 class SweepRequestError(ValueError):
