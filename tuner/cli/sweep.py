@@ -54,8 +54,9 @@ def sweep(
                                                         "the decode points: for --search adaptive)")] = False,
     mixed: Annotated[bool, typer.Option("--mixed", help="the full grid with decode's skew axis for FP8 KV: batches "
                                                         "with one request 2-32x the mean (3.3x an FP8 "
-                                                        "configuration's decode points: for --search adaptive; "
-                                                        "how they change decisions: docs/mixed-batches.md)")] = False,
+                                                        "configuration's decode points: for --search adaptive, "
+                                                        "whose table then serves uniform batches worse than a "
+                                                        "--full sweep's: docs/mixed-batches.md)")] = False,
     timing: Annotated[Optional[str], typer.Option(help="graph | eager on CUDA (default graph); the CPU uses "
                                                        "wall")] = None,
     max_relerr: Annotated[Optional[float], typer.Option(help="accuracy budget for every pipeline (default: per "
