@@ -17,6 +17,7 @@ from .problem import AttentionProblem
 from .table import Table, Timing
 
 Prior = Callable[[AttentionProblem], list[Timing]]
+CORRECTING_KV_DTYPES = ("fp8",)   # KV dtypes whose measured mixed batches correct the prior (modelled)
 
 
 def modelled(table: Table, with_16bit_kv: int) -> Table:
@@ -27,7 +28,7 @@ def modelled(table: Table, with_16bit_kv: int) -> Table:
     dispatcher's table: a measured one is still decided as measured."""
     uniform = {c.family() for c in table.by_cell if c.skew == 1}
     kept = [c for c in table.by_cell
-            if with_16bit_kv or c.skew == 1 or c.kv_dtype == "fp8" or c.family() not in uniform]
+            if with_16bit_kv or c.skew == 1 or c.kv_dtype in CORRECTING_KV_DTYPES or c.family() not in uniform]
     return table if len(kept) == len(table.by_cell) else table.subset(kept)
 
 

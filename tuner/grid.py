@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from dispatcher.mixed_residual import CORRECTING_KV_DTYPES
 from dispatcher.problem import AttentionProblem, longest_request
 
 from .models import ModelPreset
@@ -32,7 +33,7 @@ class SizeGrid:
     decode_skew: tuple[int, ...] = (1,)
     # the KV dtypes whose decode gets that axis: the model leaves a BF16 or FP16 cache's measured mixed batches
     # out (PredictorConfig.mixed_residual_16bit_kv), so measuring them would only cost sweep time
-    skew_kv_dtypes: tuple[str, ...] = ("fp8",)
+    skew_kv_dtypes: tuple[str, ...] = CORRECTING_KV_DTYPES
 
 
 FULL = SizeGrid(decode_batch=tuple(pow2_range(1, 512)), decode_kv=tuple(pow2_range(128, 131072)),
