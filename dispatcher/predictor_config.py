@@ -38,9 +38,9 @@ class PredictorConfig:
     split_rows: int = 1           # 1: kernels with a split_kv rule read an unmeasured decode batch by work per SM
     ragged_keep: float = 4.0      # a mixed batch read from uniform ones (rough estimates): the rule's choice
                                   # stands within this many times its usual keep margin (table.keep_margin_us)
-    prefill_between_keep: float = 4.0  # so does a prefill batch size never measured, read between measured rows
-                                       # (0: off; picked on H100 prefill-wave seeds 1, 2, 4, reported on 3 and 5:
-                                       # benchmarks/results/prefill-waves/)
+    prefill_between_keep: float = 12.0  # so does a prefill batch size never measured, read between measured rows
+                                        # (0: off; picked on H100 prefill-wave seeds 1, 2, 4, reported on 3 and 5
+                                        # and the off-grid seeds: benchmarks/results/prefill-keep/)
     mixed_residual_k: int = 4     # >0: a mixed batch of a family with mixed batches measured is the ragged prior
                                   # scaled by its error at this many nearest of them (dispatcher/mixed_residual.py)
     mixed_residual_std: float = 1.0  # ... by exp(mean + this x standard deviation) of those log errors: where the
