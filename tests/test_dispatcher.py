@@ -172,9 +172,14 @@ def test_prefill_between_keep_lets_the_rule_stand_at_an_unmeasured_prefill_batch
     # a measured batch size at an unmeasured length is predicted too, with the usual margin
     row = between.with_sizes(batch_size=8, q_len=384, kv_len=384)
     assert Dispatcher(t, H200, predictor=keep).choose(row).kernel == "fa2"
-    # a pipeline read 30% faster is beyond even 12 margins (18%): the rule does not stand
-    far = Table()
-    for cell, timings in t.by_cell.items():
-        for pid, tm in timings.items():
-            far.add(cell, tm if pid == fa3.id else Timing(fa2, 0.7 / 0.96 * tm.median_us, tm.spread_us, 0.003))
-    assert Dispatcher(far, H200).choose(between).kernel == "fa2"
+    def faster(share: float) -> Table:        # the same table with FA2 at `share` of FA3's time
+        out = Table()
+        for cell, timings in t.by_cell.items():
+            for pid, tm in timings.items():
+                out.add(cell, tm if pid == fa3.id else Timing(fa2, share / 0.96 * tm.median_us, tm.spread_us, 0.003))
+        return out
+    # 10% faster is within 12 margins (18%) but beyond 4 (6%); 30% faster is beyond 12: the rule does not stand
+    assert Dispatcher(faster(0.9), H200).choose(between).kernel == "fa3"
+    four = PredictorConfig(prefill_between_keep=4)
+    assert Dispatcher(faster(0.9), H200, predictor=four).choose(between).kernel == "fa2"
+    assert Dispatcher(faster(0.7), H200).choose(between).kernel == "fa2"
