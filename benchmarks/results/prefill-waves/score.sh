@@ -2,7 +2,8 @@
 # CPU replay of measured off-grid sets, each decided with a device's table, three ways: "shipped", as shipped
 # before prefill_between_keep was on; with the prefill wave rule of ../tried-prefill-waves/ (both from its
 # worktree and patch, 7b8995e: later commits change mixed decode and that setting only, so its other decisions
-# are today's); "keep", with PredictorConfig.prefill_between_keep 4 (the default now).
+# are today's); "keep", with PredictorConfig.prefill_between_keep 4 (the default then; 12 since
+# benchmarks/results/prefill-keep/).
 # usage: score.sh NAME=DB.xz:DEVICE:TABLE[:MEASURED_ON] ... (TABLE: the heuristics.db to decide with, .xz or
 # not; MEASURED_ON: score on another device's times in DB, tuner evaluate --measured-on), e.g.
 #   bash benchmarks/results/prefill-waves/score.sh "og1=benchmarks/results/h200-2026-12-05/offgrid-seed1.db.xz:NVIDIA H200:heuristics.db"
