@@ -24,7 +24,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=c
 noise="│\|┃\|┏\|┡\|└\|leaked\|UserWarning\|scaled_dot\|nanobind\|^ - "
 if [ -n "${TESTS:-}" ]; then
   echo "+ python3 -m pytest -m gpu $TESTS -n 0 -v -s -p no:cacheprovider" | tee $OUT/gpu-tests.log
-  timeout "${TESTS_S:-90}" python3 -m pytest -m gpu $TESTS -n 0 -v -s -p no:cacheprovider 2>&1 | grep -v "$noise" >> $OUT/gpu-tests.log
+  timeout "${TESTS_S:-90}" python3 -m pytest -m gpu $TESTS -n 0 -v -s -p no:cacheprovider 2>&1 | grep --line-buffered -v "$noise" >> $OUT/gpu-tests.log
   echo "tests done at $(( $(date +%s) - t0 )) s" | tee -a $OUT/gpu-tests.log
 fi
 for step in "$@"; do
@@ -38,10 +38,14 @@ for step in "$@"; do
   cmd=(python3 -m tuner sweep --device cuda --db /tmp/$name.db ${args//,/ }
        --max-minutes "$(python3 -c "print(max(0.1, ($secs - 25) / 60))")")
   echo "+ ${cmd[*]}   (at $(( $(date +%s) - t0 )) s)" | tee $OUT/$name.log
-  timeout "$secs" "${cmd[@]}" 2>&1 | grep -v "$noise" >> $OUT/$name.log
+  # a copy of the step's rows in $OUT every 30 s: a call cut by the device's limit (which may be shorter than the
+  # time boxes when the session's device time runs low) still returns what it measured, and its log so far
+  python3 benchmarks/snapshot_db.py /tmp/$name.db $OUT/$name.db --every 30 & snap=$!
+  timeout "$secs" "${cmd[@]}" 2>&1 | grep --line-buffered -v "$noise" >> $OUT/$name.log
   echo "exit ${PIPESTATUS[0]} at $(( $(date +%s) - t0 )) s" | tee -a $OUT/$name.log
+  kill $snap 2>/dev/null; wait $snap 2>/dev/null
   python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('pragma wal_checkpoint(truncate)')" /tmp/$name.db
-  cp /tmp/$name.db $OUT/
+  rm -f $OUT/$name.db.part; cp /tmp/$name.db $OUT/
 done
 # at most 8 files come back: the logs as one archive beside the databases
 (cd $OUT && tar czf logs.tgz *.log env.txt && rm -f *.log env.txt)
