@@ -25,6 +25,9 @@ aot=/tmp/site/flashinfer/data/aot
 [ -z "${NOAOT:-}" ] && [ -f .gpu/aot.txz ] && mkdir -p $aot && tar xJf .gpu/aot.txz -C $aot --strip-components=1 && echo "AOT modules: $(ls $aot | wc -l)" | tee $OUT/aot.txt
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee $OUT/env.txt
 sweep=(python3 -m tuner sweep --device cuda --db "${DB:-heuristics.db}" "$@")
+# the database's rows in $OUT every 30 s: a call the device cuts short (its limit may be under BUDGET_S when the
+# session's device time runs low) still returns what it measured (benchmarks/results/h200-2026-12-06-cut/)
+python3 benchmarks/snapshot_db.py "${DB:-heuristics.db}" "$OUT/$(basename "${DB:-heuristics.db}")" --every 30 & snap=$!
 echo "+ ${sweep[*]} --max-minutes 0   (JIT prebuild)" | tee $OUT/sweep.log
 timeout $(( $(left) - ${PREBUILD_MARGIN:-120} )) "${sweep[@]}" --max-minutes 0 2>&1 | tee -a $OUT/sweep.log
 echo "prebuild done at $(( $(date +%s) - t0 )) s" | tee -a $OUT/sweep.log
@@ -62,5 +65,6 @@ if [ "$(left)" -gt 60 ]; then
   fi
 fi
 echo "call done at $(( $(date +%s) - t0 )) s" | tee -a $OUT/sweep.log
+kill $snap 2>/dev/null; wait $snap 2>/dev/null
 python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('pragma wal_checkpoint(truncate)')" "${DB:-heuristics.db}"
-cp "${DB:-heuristics.db}" $OUT/
+rm -f "$OUT/$(basename "${DB:-heuristics.db}").part"; cp "${DB:-heuristics.db}" $OUT/
