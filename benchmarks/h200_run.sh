@@ -66,5 +66,4 @@ if [ "$(left)" -gt 60 ]; then
 fi
 echo "call done at $(( $(date +%s) - t0 )) s" | tee -a $OUT/sweep.log
 kill $snap 2>/dev/null; wait $snap 2>/dev/null
-python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('pragma wal_checkpoint(truncate)')" "${DB:-heuristics.db}"
-rm -f "$OUT/$(basename "${DB:-heuristics.db}").part"; cp "${DB:-heuristics.db}" $OUT/
+python3 benchmarks/snapshot_db.py "${DB:-heuristics.db}" "$OUT/$(basename "${DB:-heuristics.db}")"     # the last copy

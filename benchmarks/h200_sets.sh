@@ -44,8 +44,7 @@ for step in "$@"; do
   timeout "$secs" "${cmd[@]}" 2>&1 | grep --line-buffered -v "$noise" >> $OUT/$name.log
   echo "exit ${PIPESTATUS[0]} at $(( $(date +%s) - t0 )) s" | tee -a $OUT/$name.log
   kill $snap 2>/dev/null; wait $snap 2>/dev/null
-  python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('pragma wal_checkpoint(truncate)')" /tmp/$name.db
-  rm -f $OUT/$name.db.part; cp /tmp/$name.db $OUT/
+  python3 benchmarks/snapshot_db.py /tmp/$name.db $OUT/$name.db       # the last copy, whole
 done
 # at most 8 files come back: the logs as one archive beside the databases
 (cd $OUT && tar czf logs.tgz *.log env.txt && rm -f *.log env.txt)
