@@ -213,3 +213,29 @@ def test_a_fixed_split_is_not_chosen_where_the_asked_shape_overflows_flashinfers
     near = d.choose(small(**TP4, batch_size=16, kv_len=136000))
     assert near.pipeline == TC.id, near.reason
     assert d.choose(small(**TP4, batch_size=16, kv_len=131072)).pipeline == split.id     # the cell's own stays
+
+
+def test_evaluate_names_the_shapes_where_the_choice_lost_to_a_rule(tmp_path):
+    # H200 mixed seed 2, decided by the shipped table: the shapes a user would fall back to vLLM's rule for
+    import lzma
+
+    from tuner.analysis.evaluate import WORST, evaluate_offgrid
+    off = tmp_path / "mixed2.db"
+    off.write_bytes(lzma.decompress((ROOT / "benchmarks/results/h200-2026-12-06/mixed2.db.xz").read_bytes()))
+    res = evaluate_offgrid(ROOT / "heuristics.db", off, "NVIDIA H200")
+    listed = 0
+    for v in (c["learned"] for c in res["configs"].values()):
+        for rule in ("vllm-0.33", "vllm-2026"):
+            shapes = v[f"slower_shapes_vs_{rule}"]
+            assert len(shapes) == min(v[f"slower_than_{rule}"], WORST)
+            assert all(x["chose_us"] > x["rule_us"] and x["chose"] != x["rule_chose"] for x in shapes)
+            assert [x["slower_by"] for x in shapes] == sorted((x["slower_by"] for x in shapes), reverse=True)
+            assert not shapes or shapes[0]["slower_by"] == pytest.approx(v[f"worst_vs_{rule}"])
+            listed += len(shapes)
+    assert listed > 0
+    table = tuner("evaluate", "--db", str(ROOT / "heuristics.db"), "--device", "NVIDIA H200", "--offgrid", str(off))
+    assert table.returncode == 0, table.stderr[-2000:]
+    assert "slower than a rule's pick beyond the noise" in table.stdout
+    worst = max((x for c in res["configs"].values() for x in c["learned"]["slower_shapes_vs_vllm-2026"]),
+                key=lambda x: x["slower_by"])
+    assert worst["shape"].split()[0] in table.stdout and f"{worst['slower_by']:.3f}x" in table.stdout

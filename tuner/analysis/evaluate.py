@@ -246,6 +246,7 @@ def score(train: Table, held: dict, dev: DeviceInfo, methods, config: PredictorC
                     g[f"{m}:vs:{r}"].append(rt.median_us / chosen.median_us)
                     if chosen.median_us - rt.median_us > noise_us(chosen, rt):
                         g[f"{m}:slower:{r}"].append(chosen.median_us / rt.median_us)
+                        g[f"{m}:slower_shapes:{r}"].append(_slower(b, chosen, rt))
     return {c: summarize(g, methods, shapes) for c, g in sorted(rows.items())}
 
 
@@ -261,14 +262,25 @@ def rounded_choice(train: Table, p, budget: float) -> str | None:
     return r.winner.pipeline.id if r else None
 
 
-WORST = 3     # held-out shapes listed per configuration: where the model misses, to look at
+WORST = 3     # shapes listed per configuration where the model misses or loses to a rule: where to look
+
+
+def _sizes(b) -> str:
+    top = f" max_kv_len={b.max_kv_len}" if b.max_kv_len != b.kv_len else ""
+    return f"batch={b.batch_size} q_len={b.q_len} kv_len={b.kv_len}{top}"
 
 
 def _miss(b, chosen: Timing, best: Timing) -> dict:
-    top = f" max_kv_len={b.max_kv_len}" if b.max_kv_len != b.kv_len else ""
-    return {"shape": f"batch={b.batch_size} q_len={b.q_len} kv_len={b.kv_len}{top}",
-            "regret": chosen.median_us / best.median_us, "chose": chosen.pipeline.id, "chose_us": chosen.median_us,
-            "best": best.pipeline.id, "best_us": best.median_us}
+    return {"shape": _sizes(b), "regret": chosen.median_us / best.median_us, "chose": chosen.pipeline.id,
+            "chose_us": chosen.median_us, "best": best.pipeline.id, "best_us": best.median_us}
+
+
+def _slower(b, chosen: Timing, rule: Timing) -> dict:
+    """A shape where the choice lost to a rule's pick beyond the noise: what a user falling back to the rule
+    there would gain."""
+    return {"shape": _sizes(b), "slower_by": chosen.median_us / rule.median_us,
+            "chose": chosen.pipeline.id, "chose_us": chosen.median_us, "rule_chose": rule.pipeline.id,
+            "rule_us": rule.median_us}
 
 
 def _shape(b, regret: float, rule_regret: dict[str, float]) -> dict:
@@ -288,7 +300,9 @@ def summarize(g, methods, shapes: bool = False) -> dict:
                                               if k.startswith(f"{m}:source:")},
                   **{f"speedup_vs_{r}": geomean(g[f"{m}:vs:{r}"]) for r in RULES},
                   **{f"slower_than_{r}": len(g[f"{m}:slower:{r}"]) for r in RULES},
-                  **{f"worst_vs_{r}": max(g[f"{m}:slower:{r}"], default=1.0) for r in RULES}}
+                  **{f"worst_vs_{r}": max(g[f"{m}:slower:{r}"], default=1.0) for r in RULES},
+                  **{f"slower_shapes_vs_{r}": sorted(g[f"{m}:slower_shapes:{r}"], key=lambda x: -x["slower_by"])[:WORST]
+                     for r in RULES}}
         if shapes:
             out[m]["shapes"] = g[f"{m}:shapes"]
     return out

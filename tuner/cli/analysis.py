@@ -117,6 +117,7 @@ def _print_scores(title: str, res: dict[str, Any]) -> None:
                   f"{v['regret_max']:.3f}; {v['configs_within_target']} of {v['configs']} configurations within "
                   f"{v['target']}", soft_wrap=True)
     _print_worst(res["configs"])
+    _print_slower(res["configs"])
     if "oracle_vs_rules" not in res:
         return
     o = RichTable(title="best measured pipeline vs each rule's pick, all measured cells (time ratio)")
@@ -142,6 +143,24 @@ def _print_worst(configs: dict, most: int = 10) -> None:
     for cfg, x in worst:
         w.add_row(cfg, x["shape"], f"{x['regret']:.3f}", escape(f"{x['chose']} {x['chose_us']:.1f} us"),
                   escape(f"{x['best']} {x['best_us']:.1f} us"))     # pipeline ids hold [tactic=...]: not markup
+    out.print(w)
+
+
+def _print_slower(configs: dict, most: int = 10) -> None:
+    """The shapes where the learned choice lost to a rule's pick beyond the noise, each rule's worst first."""
+    rows = [(r, cfg, x) for r in RULES for cfg, ms in configs.items()
+            for x in ms.get("learned", {}).get(f"slower_shapes_vs_{r}", [])]
+    if not rows:
+        return
+    w = RichTable(title="where the learned choice was slower than a rule's pick beyond the noise (each "
+                        f"configuration's worst few, up to {most} per rule)")
+    for c in ("rule", "configuration", "shape", "slower by", "chose", "rule chose"):
+        w.add_column(c)
+    for r in RULES:
+        mine = sorted((x for x in rows if x[0] == r), key=lambda x: -x[2]["slower_by"])[:most]
+        for _, cfg, x in mine:
+            w.add_row(r, cfg, x["shape"], f"{x['slower_by']:.3f}x", escape(f"{x['chose']} {x['chose_us']:.1f} us"),
+                      escape(f"{x['rule_chose']} {x['rule_us']:.1f} us"))
     out.print(w)
 
 
