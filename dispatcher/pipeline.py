@@ -5,6 +5,7 @@ import itertools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from .device import DeviceInfo
@@ -27,8 +28,8 @@ class Pipeline:
     def fused_out_quant(self) -> bool:
         return self.kernel_out_dtype == "fp8"
 
-    @property
-    def id(self) -> str:
+    @cached_property
+    def id(self) -> str:      # remembered: the model reads it millions of times in an adaptive search
         s = self.kernel
         if self.tactic:
             s += "[" + ",".join(f"{k}={_fmt(v)}" for k, v in self.tactic) + "]"

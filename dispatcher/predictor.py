@@ -49,10 +49,11 @@ from .model import fit_plane
 from .predictor_config import PredictorConfig as PredictorConfig  # re-exported: its home before
 from .problem import Q_TILE, AttentionProblem, q_tiles
 from .registry import KernelSpec, SplitRule, load_registry
-from .table import Table, Timing, ratios
+from .table import Table, Timing, log_between, ratios, scaled, slower, summed
 
 Features = tuple[float, ...]
 RISING = (True, True, True, True, False, True)     # per feature: does time rise with it (see features)
+MEMO_LIMIT = 200_000      # predictions a fitted model remembers (a serving process asks few distinct sizes)
 
 
 def features(p: AttentionProblem, config: PredictorConfig, sm_count: int) -> Features:
@@ -74,27 +75,6 @@ def split_pages(pipe: Any) -> int:
 def fixed_split(pipe: Any) -> bool:
     """A split-KV plan of fixed chunk size (see ragged_prior for what it costs a mixed batch)."""
     return split_pages(pipe) > 0
-
-
-def _sum(a: Timing, b: Timing) -> Timing:
-    return Timing(a.pipeline, a.median_us + b.median_us, max(a.spread_us, b.spread_us), a.relerr)
-
-
-def _log_between(a: Timing, b: Timing, w: float) -> Timing:
-    """a's pipeline at weight w from a to b, in log time; the larger relative spread, the worse accuracy."""
-    us = math.exp((1 - w) * math.log(a.median_us) + w * math.log(b.median_us))
-    rel = max(a.spread_us / a.median_us, b.spread_us / b.median_us)
-    errs = [e for e in (a.relerr, b.relerr) if e is not None]
-    return Timing(a.pipeline, us, us * rel, max(errs) if errs else None)
-
-
-def _scaled(a: Timing, f: float) -> Timing:
-    return a if f == 1.0 else Timing(a.pipeline, a.median_us * f, a.spread_us * f, a.relerr)
-
-
-def _slower(a: Timing, b: Timing) -> Timing:
-    return a if a.median_us >= b.median_us else Timing(a.pipeline, b.median_us, max(a.spread_us, b.spread_us),
-                                                       a.relerr)
 
 
 class Predictor:
@@ -127,6 +107,7 @@ class FittedModel:
             self._uniform = FittedModel(table.subset([c for c in table.by_cell if c.skew == 1]), config, sm_count,
                                         ragged, splits)
             self._residuals = Residuals(self._uniform.ragged_prior, lambda c: table.by_cell[c])
+        self._memo: dict[tuple[AttentionProblem, bool], tuple[Timing, ...]] = {}
         self._x: dict[AttentionProblem, Features] = {
             c: features(c, config, sm_count) for cells in table.by_family.values() for c in cells}
 
@@ -230,7 +211,7 @@ class FittedModel:
         below = {t.pipeline.id: t for t in self.at(p.with_sizes(batch_size=lo))}
         above = {t.pipeline.id: t for t in self.at(p.with_sizes(batch_size=hi))}
         w = math.log(p.batch_size / lo) / math.log(hi / lo)
-        return [_log_between(below[pid], above[pid], w) for pid in below.keys() & above.keys()]
+        return [log_between(below[pid], above[pid], w) for pid in below.keys() & above.keys()]
 
     def split_rows(self, p: AttentionProblem) -> dict[str, Timing]:
         """Decode at a batch size never measured: each pipeline of a kernel with a split_kv rule, between
@@ -252,7 +233,7 @@ class FittedModel:
         out = {}
         for pid in below.keys() & above.keys():
             w = self._split_weight(rules[below[pid].pipeline.kernel], p, lo, hi, below[pid], above[pid])
-            out[pid] = _log_between(below[pid], above[pid], min(max(w, 0.0), 1.0))
+            out[pid] = log_between(below[pid], above[pid], min(max(w, 0.0), 1.0))
         return out
 
     def _split_weight(self, rule: SplitRule, p: AttentionProblem, lo: int, hi: int,
@@ -339,17 +320,17 @@ class FittedModel:
             if fixed_split(m.pipeline) and full and fp8 and self.config.fp8_fixed_chunks:
                 n = min(p.max_kv_len, split_pages(m.pipeline) * p.page_size)      # one wave of its chunks
                 chunks = at(batch_size=wave, kv_len=n, max_kv_len=n)
-                t = _slower(m, chunks[pid]) if pid in chunks else m
+                t = slower(m, chunks[pid]) if pid in chunks else m
             elif fixed_split(m.pipeline):
                 t = m if full else top.get(pid)
             elif self.ragged.get(m.pipeline.kernel) == "longest":
                 alone_rule = split_longest and not (unsplit and "fp8" in self.splits.get(m.pipeline.kernel, {}))
-                src, combine = (alone, _sum) if alone_rule else (one_wave, _slower)
+                src, combine = (alone, summed) if alone_rule else (one_wave, slower)
                 t = combine(m, src[pid]) if pid in src else None
             elif full:
-                t = _slower(m, top[pid]) if pid in top else m
+                t = slower(m, top[pid]) if pid in top else m
             else:
-                t = _scaled(m, partial) if waves >= 1 else m
+                t = scaled(m, partial) if waves >= 1 else m
             if t is not None:
                 out.append(t)
         return out
@@ -362,7 +343,16 @@ class FittedModel:
     def predict(self, p: AttentionProblem, stepped: bool = True) -> list[Timing]:
         """Each pipeline measured in p's family, at p's sizes. The spread is the median relative spread
         of the measurements used (the switch margin: the noise a measurement would show); the
-        accuracy is the worst measured nearby."""
+        accuracy is the worst measured nearby. Remembered: a fitted model does not change, and the
+        adaptive search asks it the same uniform sizes many times (benchmarks/results/search-memo/)."""
+        got = self._memo.get((p, stepped))
+        if got is None:
+            if len(self._memo) >= MEMO_LIMIT:
+                self._memo.clear()
+            got = self._memo[(p, stepped)] = tuple(self._predict(p, stepped))
+        return list(got)
+
+    def _predict(self, p: AttentionProblem, stepped: bool) -> list[Timing]:
         if self._corrects(p):
             assert self._uniform is not None
             if p.skew == 1:
