@@ -44,7 +44,8 @@ built=$(grep -c "pipeline configurations load\|verified earlier" $OUT/sweep.log)
 # inside the sweep's worker, one at a time (2026-12-04b call C: ~250 s of a 413-s adaptive sweep)
 [ -n "$new_so" ] && [ "$built" -gt 0 ] && (cd /tmp/fiws/.cache/flashinfer/*/*/cached_ops && for f in $new_so; do mkdir -p $aot/${f%/*} && cp --update=none $f $aot/$f; done) && echo "AOT modules installed here: $(ls $aot | wc -l)" | tee -a $OUT/sweep.log
 [ -n "${SAVE_AOT:-}" ] && [ "$built" = 0 ] && echo "AOT not saved: the JIT build did not finish in this call" | tee -a $OUT/sweep.log
-[ -n "${PREBUILD_ONLY:-}" ] && exit 0
+# (the snapshot loop stopped first: left running, it would hold the call open until its time limit)
+[ -n "${PREBUILD_ONLY:-}" ] && { kill $snap 2>/dev/null; wait $snap 2>/dev/null; exit 0; }
 if [ -z "${NOTESTS:-}" ] && [ "$(left)" -gt 150 ]; then
   echo "+ python3 -m pytest -m gpu tests/gpu -n 0 -v -s --durations=10" | tee $OUT/gpu-tests.log
   tt=$(( $(left) / 2 )); [ $tt -gt 120 ] && tt=120
