@@ -8,7 +8,7 @@ import argparse
 import dataclasses
 import time
 
-from dispatcher.dispatch import read_table
+from dispatcher.dispatch import default_timing_mode, read_table
 from dispatcher.predictor import Predictor
 from dispatcher.table import Table
 from tuner.analysis.evaluate import load_table
@@ -36,7 +36,7 @@ def reveal(ps):
 
 def fit(table):
     t = time.perf_counter()
-    model = Predictor().fit(table, dev)
+    model = Predictor().fit(table, dev, remember=True)
     spent["fit"] += time.perf_counter() - t
     spent["fits"] += 1
     return model
@@ -46,7 +46,7 @@ t0 = time.perf_counter()
 picked = adaptive.adaptive_sweep(grid, reveal, lambda: train, 1 / 3, fit=fit, between=True)
 wall = time.perf_counter() - t0
 t = time.perf_counter()
-read_table(args.db, dev, "graph")
+read_table(args.db, dev, default_timing_mode(dev))
 read = time.perf_counter() - t
 name = args.db.split("/")[-1]
 print(f"{dev.name}: {len(grid)} grid points, {len(picked)} chosen ({spent['missing']} not in {name}); "

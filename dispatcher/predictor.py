@@ -44,16 +44,17 @@ from dataclasses import replace
 from typing import Any
 
 from .device import DeviceInfo
+from .estimates import log_between, scaled, slower, summed
 from .mixed_residual import Residuals, modelled
 from .model import fit_plane
 from .predictor_config import PredictorConfig as PredictorConfig  # re-exported: its home before
 from .problem import Q_TILE, AttentionProblem, q_tiles
 from .registry import KernelSpec, SplitRule, load_registry
-from .table import Table, Timing, log_between, ratios, scaled, slower, summed
+from .table import Table, Timing, ratios
 
 Features = tuple[float, ...]
 RISING = (True, True, True, True, False, True)     # per feature: does time rise with it (see features)
-MEMO_LIMIT = 200_000      # predictions a fitted model remembers (a serving process asks few distinct sizes)
+MEMO_LIMIT = 200_000      # predictions a model fitted with remember=True keeps (about 1.3 KB each)
 
 
 def features(p: AttentionProblem, config: PredictorConfig, sm_count: int) -> Features:
@@ -82,32 +83,33 @@ class Predictor:
         self.config = config or PredictorConfig()
 
     def fit(self, table: Table, device: DeviceInfo | None,
-            registry: dict[str, KernelSpec] | None = None) -> FittedModel:
-        """The model fitted to `table`; `device` gives the SM count the hardware features use (None:
-        unknown, those features are left out); `registry` each kernel's ragged cost (default: the
-        built-in kernels)."""
+            registry: dict[str, KernelSpec] | None = None, remember: bool = False) -> FittedModel:
+        """The model fitted to `table`, which must not change afterwards; `device` gives the SM count the
+        hardware features use (None: unknown, those features are left out); `registry` each kernel's
+        ragged cost (default: the built-in kernels); `remember`: keep every prediction, for a caller that
+        asks the same sizes many times (the adaptive search: benchmarks/results/search-memo/)."""
         registry = registry or load_registry()
         ragged = {k: s.ragged for k, s in registry.items()}
         cc = device.sm if device else 0
         splits = {k: {dt: r for dt, r in s.split_kv if r.applies_to(cc)} for k, s in registry.items()}
         splits = {k: rules for k, rules in splits.items() if rules}
-        return FittedModel(table, self.config, device.sm_count if device else 0, ragged, splits)
+        return FittedModel(table, self.config, device.sm_count if device else 0, ragged, splits, remember)
 
 
 class FittedModel:
     """The model fitted to one table (the features of every measured cell, computed once)."""
 
     def __init__(self, table: Table, config: PredictorConfig, sm_count: int, ragged: dict[str, str] | None = None,
-                 splits: dict[str, dict[str, SplitRule]] | None = None):
+                 splits: dict[str, dict[str, SplitRule]] | None = None, remember: bool = False):
         self.table = table = modelled(table, config.mixed_residual_16bit_kv)
         self.config, self.sm_count, self.ragged, self.splits = config, sm_count, ragged or {}, splits or {}
         self._mixed = {fam for fam, cells in table.by_family.items() if any(c.skew > 1 for c in cells)}
         self._uniform: FittedModel | None = None      # mixed_residual_k: the model of the uniform cells alone
         if config.mixed_residual_k and self._mixed:
             self._uniform = FittedModel(table.subset([c for c in table.by_cell if c.skew == 1]), config, sm_count,
-                                        ragged, splits)
+                                        ragged, splits, remember)
             self._residuals = Residuals(self._uniform.ragged_prior, lambda c: table.by_cell[c])
-        self._memo: dict[tuple[AttentionProblem, bool], tuple[Timing, ...]] = {}
+        self._memo: dict[tuple[AttentionProblem, bool], tuple[Timing, ...]] | None = {} if remember else None
         self._x: dict[AttentionProblem, Features] = {
             c: features(c, config, sm_count) for cells in table.by_family.values() for c in cells}
 
@@ -343,8 +345,9 @@ class FittedModel:
     def predict(self, p: AttentionProblem, stepped: bool = True) -> list[Timing]:
         """Each pipeline measured in p's family, at p's sizes. The spread is the median relative spread
         of the measurements used (the switch margin: the noise a measurement would show); the
-        accuracy is the worst measured nearby. Remembered: a fitted model does not change, and the
-        adaptive search asks it the same uniform sizes many times (benchmarks/results/search-memo/)."""
+        accuracy is the worst measured nearby. Remembered where the fit asked it to (Predictor.fit)."""
+        if self._memo is None:
+            return self._predict(p, stepped)
         got = self._memo.get((p, stepped))
         if got is None:
             if len(self._memo) >= MEMO_LIMIT:

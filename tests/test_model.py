@@ -191,18 +191,18 @@ def test_between_two_long_kv_lengths_a_decode_shape_reads_each_time_off_a_line_i
     assert math.isclose(d.expected_us, tc(1, 65536), rel_tol=1e-6)     # the line through 32k and 128k
 
 
-def test_a_fitted_model_answers_a_repeated_question_alike_and_a_refit_sees_new_rows():
-    # the model remembers its predictions (the adaptive search asks the same sizes many times): a caller
+def test_a_model_that_remembers_answers_a_repeated_question_alike_and_a_refit_sees_new_rows():
+    # the adaptive search's models remember their predictions (it asks the same sizes many times): a caller
     # changing the list it got does not change the next answer, and a model fitted on more rows answers anew
     t = Table()
     for b in (1, 4):
         for kv in (512, 4096):
             t.add(small(**SCOUT, batch_size=b, kv_len=kv), Timing(XQA, 10 + b * kv / 100, 0.1, 0.04))
     asked = small(**SCOUT, batch_size=2, kv_len=1500)
-    model = Predictor().fit(t, H200)
+    model = Predictor().fit(t, H200, remember=True)
     first = model.predict(asked)
     first.clear()
     again = model.predict(asked)
     assert [x.median_us for x in again] == [x.median_us for x in Predictor().fit(t, H200).predict(asked)] != []
     t.add(small(**SCOUT, batch_size=2, kv_len=1448), Timing(XQA, 1000.0, 1.0, 0.04))     # a slow row nearby
-    assert Predictor().fit(t, H200).predict(asked)[0].median_us > 2 * again[0].median_us
+    assert Predictor().fit(t, H200, remember=True).predict(asked)[0].median_us > 2 * again[0].median_us

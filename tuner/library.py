@@ -221,7 +221,7 @@ def _adaptive(probs, dev, store, db, timer, opts, registry, on_problem, budget, 
         report.stopped_early = part.stopped_early
     try:
         adaptive_sweep(probs, measure, lambda: read_table(db, dev, timer.mode), budget, say,
-                       fit=lambda t: Predictor().fit(t, dev), between=True,
+                       fit=lambda t: Predictor().fit(t, dev, remember=True), between=True,
                        stopped=lambda: report.stopped_early)
     finally:
         note_retries(report, getattr(measurer, "fresh_retries", 0))

@@ -155,7 +155,7 @@ def evaluate_adaptive(db=None, device: str | None = None, fraction: float = 1 / 
             for t in full.timings(c):
                 train.add(c, t)
     predictor = Predictor(config)
-    picked = adaptive_sweep(cells, reveal, lambda: train, fraction, fit=lambda t: predictor.fit(t, dev))
+    picked = adaptive_sweep(cells, reveal, lambda: train, fraction, fit=lambda t: predictor.fit(t, dev, remember=True))
     held = set(cells) - set(picked)
     rng = random.Random(seed)
     rand = set(rng.sample(cells, len(picked)))
@@ -246,7 +246,7 @@ def score(train: Table, held: dict, dev: DeviceInfo, methods, config: PredictorC
                     g[f"{m}:vs:{r}"].append(rt.median_us / chosen.median_us)
                     if chosen.median_us - rt.median_us > noise_us(chosen, rt):
                         g[f"{m}:slower:{r}"].append(chosen.median_us / rt.median_us)
-                        g[f"{m}:slower_shapes:{r}"].append(_slower(b, chosen, rt))
+                        g[f"{m}:slower_shapes:{r}"].append(_lost_to_rule(b, chosen, rt))
     return {c: summarize(g, methods, shapes) for c, g in sorted(rows.items())}
 
 
@@ -275,7 +275,7 @@ def _miss(b, chosen: Timing, best: Timing) -> dict:
             "chose_us": chosen.median_us, "best": best.pipeline.id, "best_us": best.median_us}
 
 
-def _slower(b, chosen: Timing, rule: Timing) -> dict:
+def _lost_to_rule(b, chosen: Timing, rule: Timing) -> dict:
     """A shape where the choice lost to a rule's pick beyond the noise: what a user falling back to the rule
     there would gain."""
     return {"shape": _sizes(b), "slower_by": chosen.median_us / rule.median_us,

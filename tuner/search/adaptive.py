@@ -120,7 +120,7 @@ def crossovers(model: FittedModel, family: list[AttentionProblem]) -> list[Atten
 
 
 def default_fit(table: Table) -> FittedModel:
-    return Predictor().fit(table, None)
+    return Predictor().fit(table, None, remember=True)
 
 
 def adaptive_sweep(grid: list[AttentionProblem], measure: Callable[[list[AttentionProblem]], None],
