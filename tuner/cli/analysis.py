@@ -148,19 +148,21 @@ def _print_worst(configs: dict, most: int = 10) -> None:
 
 def _print_slower(configs: dict, most: int = 10) -> None:
     """The shapes where the learned choice lost to a rule's pick beyond the noise, each rule's worst first."""
+    from ..analysis.evaluate import WORST  # imported by the evaluation that made `configs` already
     rows = [(r, cfg, x) for r in RULES for cfg, ms in configs.items()
             for x in ms.get("learned", {}).get(f"slower_shapes_vs_{r}", [])]
     if not rows:
         return
     w = RichTable(title="where the learned choice was slower than a rule's pick beyond the noise (each "
-                        f"configuration's worst few, up to {most} per rule)")
-    for c in ("rule", "configuration", "shape", "slower by", "chose", "rule chose"):
+                        f"configuration's worst {WORST}, up to {most} per rule)")
+    for c in ("rule", "configuration", "slower shapes", "shape", "slower by", "chose", "rule chose"):
         w.add_column(c)
     for r in RULES:
         mine = sorted((x for x in rows if x[0] == r), key=lambda x: -x[2]["slower_by"])[:most]
         for _, cfg, x in mine:
-            w.add_row(r, cfg, x["shape"], f"{x['slower_by']:.3f}x", escape(f"{x['chose']} {x['chose_us']:.1f} us"),
-                      escape(f"{x['rule_chose']} {x['rule_us']:.1f} us"))
+            n = configs[cfg]["learned"][f"slower_than_{r}"]
+            chose, rule = f"{x['chose']} {x['chose_us']:.1f} us", f"{x['rule_chose']} {x['rule_us']:.1f} us"
+            w.add_row(r, cfg, str(n), x["shape"], f"{x['slower_by']:.3f}x", escape(chose), escape(rule))
     out.print(w)
 
 
