@@ -6,6 +6,7 @@ usage: PYTHONHASHSEED=0 python benchmarks/search_time.py SWEEP.db [--memory-gib 
 (the hash seed fixes set order, so that two runs' picks can be compared: --picked writes them)"""
 import argparse
 import dataclasses
+import inspect
 import time
 
 from dispatcher.dispatch import default_timing_mode, read_table
@@ -24,6 +25,8 @@ pool, dev = load_table(args.db, None)
 dev = dataclasses.replace(dev, memory_bytes=int(args.memory_gib * 2**30))
 grid = sweep_problems(SweepRequest(model="llama4-scout", grid="mixed"), dev)
 train, spent = Table(), {"fit": 0.0, "fits": 0, "missing": 0}
+# as the sweep fits (tuner/library.py); a commit from before fit(remember=...) is timed as it was
+REMEMBER = {"remember": True} if "remember" in inspect.signature(Predictor.fit).parameters else {}
 
 
 def reveal(ps):
@@ -36,7 +39,7 @@ def reveal(ps):
 
 def fit(table):
     t = time.perf_counter()
-    model = Predictor().fit(table, dev, remember=True)
+    model = Predictor().fit(table, dev, **REMEMBER)
     spent["fit"] += time.perf_counter() - t
     spent["fits"] += 1
     return model
