@@ -220,4 +220,3 @@ def ratios(measured: dict[str, Timing]) -> dict[str, float]:
     """Each pipeline's time over the fastest measured in one cell."""
     best = min(t.median_us for t in measured.values())
     return {pid: t.median_us / best for pid, t in measured.items()}
-
