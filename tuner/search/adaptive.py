@@ -68,17 +68,19 @@ def doubt(p: AttentionProblem, model: FittedModel) -> tuple[bool, bool, float, f
 
 def allocate(sizes: dict[tuple, int], total: int) -> dict[tuple, int]:
     """`total` points over families of these sizes, in proportion to sqrt(size), none over its size
-    and each at least one: what a capped family cannot take goes to the others."""
+    and each at least one: what a capped family cannot take goes to the others. The largest families
+    are served first, equal ones in `sizes`' order: a list, not a set, whose order would follow the
+    interpreter's hash seed and give the rounding's last points to other families on each run."""
     share = {f: 0 for f in sizes}
-    left, open_ = total, {f for f, n in sizes.items() if n > 0}
+    left, open_ = total, sorted((f for f, n in sizes.items() if n > 0), key=lambda f: -sizes[f])
     while left > 0 and open_:
         weight = sum(math.sqrt(sizes[f]) for f in open_)
         grant = {f: max(1, math.floor(left * math.sqrt(sizes[f]) / weight)) for f in open_}
-        for f in sorted(open_, key=lambda f: -sizes[f]):
+        for f in open_:
             g = min(grant[f], sizes[f] - share[f], left)
             share[f] += g
             left -= g
-        open_ = {f for f in open_ if share[f] < sizes[f]}
+        open_ = [f for f in open_ if share[f] < sizes[f]]
     return share
 
 
@@ -134,7 +136,7 @@ def adaptive_sweep(grid: list[AttentionProblem], measure: Callable[[list[Attenti
     families are refined in turn, a few points each, so that a search cut short (`stopped()`: a
     deadline such as --max-minutes, a cancel) has sampled every family, not measured the first ones
     fully and the rest not at all. `measured()` reads back what the store holds (the table the model
-    fits); a rerun resumes a stopped search."""
+    fits: a new one each call, which later measurements leave alone); a rerun resumes a stopped search."""
     if not 0 < fraction <= 1:
         raise ValueError(f"budget fraction {fraction} is out of range; use a fraction in (0, 1], e.g. 0.33")
     families: dict[tuple, list[AttentionProblem]] = defaultdict(list)
