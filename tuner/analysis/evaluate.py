@@ -155,7 +155,9 @@ def evaluate_adaptive(db=None, device: str | None = None, fraction: float = 1 / 
             for t in full.timings(c):
                 train.add(c, t)
     predictor = Predictor(config)
-    picked = adaptive_sweep(cells, reveal, lambda: train, fraction, fit=lambda t: predictor.fit(t, dev, remember=True))
+    # a copy per fit, as the sweep reads its store: a model on the live table saw later families' points
+    picked = adaptive_sweep(cells, reveal, lambda: train.subset(train.by_cell), fraction,
+                            fit=lambda t: predictor.fit(t, dev, remember=True))
     held = set(cells) - set(picked)
     rng = random.Random(seed)
     rand = set(rng.sample(cells, len(picked)))

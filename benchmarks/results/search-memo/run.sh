@@ -10,7 +10,7 @@ xz -dc benchmarks/results/h100-2026-12-06-fp8skew-sweep/mixedsweep.db.xz > $W/mi
 for side in before:d926232 after:4ad7acc; do
   name=${side%:*}; mkdir -p $W/$name
   git archive ${side#*:} | tar -x -C $W/$name
-  cp benchmarks/search_time.py $W/$name/benchmarks/
+  git show b98b6cc:benchmarks/search_time.py > $W/$name/benchmarks/search_time.py   # the script run.txt ran
   for run in 1 2; do
     echo -n "$name (${side#*:}), run $run: "
     # PYTHONPATH: the commit's own dispatcher, not the editable install's; errors shown, not hidden
