@@ -7,6 +7,8 @@ from typing import Literal
 
 from dispatcher.rules import DEFAULT_RULE
 
+from .search.screen import ScreenConfig
+
 TacticMode = Literal["grid", "default", "optuna"]
 TACTIC_MODES: tuple[TacticMode, ...] = ("grid", "default", "optuna")
 
@@ -24,12 +26,16 @@ class SweepOptions:
     should_stop: Callable[[], bool] | None = None   # checked between problems (a cancelled job)
     isolate: bool = False              # run pipelines in a worker process (tuner/isolation.py)
     candidate_timeout_s: float = 120.0 # with isolate: silence longer than this is a hang
+    screen: float = ScreenConfig.slower  # adaptive search: skip pipelines this many times the fastest nearby (0: off)
 
     def __post_init__(self) -> None:
         if self.tactics not in TACTIC_MODES:
             raise ValueError(f"tactics {self.tactics!r} is not one of {', '.join(TACTIC_MODES)}")
         if self.trials < 1:
             raise ValueError(f"trials {self.trials} must be at least 1")
+        if self.screen and not self.screen > 1:
+            raise ValueError(f"screen {self.screen} must be above 1 (2: a pipeline 2x the fastest at the nearest "
+                             "measured shapes is not measured), or 0 to measure every pipeline")
 
     @property
     def all_tactics(self) -> bool:

@@ -29,7 +29,8 @@ from dispatcher.schema import (
 from dispatcher.store import check_version, default_path
 from dispatcher.table import Ranking, problem_of
 
-STATUSES = ("ok", "inaccurate", "failed", "unsupported")     # a measurement's status (tuner/measure.py)
+# a measurement's status (tuner/measure.py); screened: not measured, the adaptive search ruled it out
+STATUSES = ("ok", "inaccurate", "failed", "unsupported", "screened")
 RETRIED = ("failed", "inaccurate")     # what --retry-failed measures again
 
 

@@ -16,8 +16,9 @@ from dispatcher.registry import KernelSpec, load_registry, tactic_reasons
 from .clock import stage
 from .measure import INPUTS, Row, measure_problem, record_problem
 from .options import SweepOptions
+from .search.screen import Screen
 from .search.tactics import canonical, space_size, tune
-from .store import RETRIED, Store, kept, timings
+from .store import RETRIED, Store, kept, result_row, timings
 from .timing import Timer
 
 
@@ -42,7 +43,7 @@ class SweepReport:
 
     @property
     def measured(self) -> int:
-        return sum(len(o.rows) for o in self.outcomes)
+        return sum(r["status"] != "screened" for o in self.outcomes for r in o.rows)
 
     @property
     def kept_failed(self) -> int:
@@ -73,6 +74,7 @@ class SweepContext:
     report: SweepReport
     on_problem: Callable[[ProblemOutcome], None] | None = None
     measurer: Measurer | None = None   # None: measured in this process
+    screen: Screen | None = None       # the adaptive search's: pipelines not worth measuring (search/screen.py)
 
     def measure(self, p: AttentionProblem, pipes: list[Pipeline]) -> list[Row]:
         if self.measurer is not None:
@@ -92,13 +94,15 @@ def plan(problems: list[AttentionProblem], device: DeviceInfo, registry: dict[st
 def run_sweep(problems: list[AttentionProblem], device: DeviceInfo, store: Store, timer: Timer,
               opts: SweepOptions = SweepOptions(), registry: dict[str, KernelSpec] | None = None,
               on_problem: Callable[[ProblemOutcome], None] | None = None,
-              measurer: Measurer | None = None) -> SweepReport:
+              measurer: Measurer | None = None, screen: Screen | None = None) -> SweepReport:
     """Measure every eligible, not yet measured pipeline of each problem; one transaction per problem.
     With opts.isolate the pipelines run in `measurer` (an IsolatedMeasurer the caller keeps open over
-    several sweeps: an adaptive search sweeps many small batches) or, without one, in a worker of its own."""
+    several sweeps: an adaptive search sweeps many small batches) or, without one, in a worker of its own.
+    `screen` names pipelines not to measure (stored as screened, with why); without one, pipelines an
+    earlier search screened are measured."""
     registry = registry or load_registry()
     env_id = store.environment(device, timer.mode)
-    ctx = SweepContext(device, store, timer, opts, registry, env_id, SweepReport(env_id), on_problem)
+    ctx = SweepContext(device, store, timer, opts, registry, env_id, SweepReport(env_id), on_problem, screen=screen)
     own = opts.isolate and measurer is None
     if opts.isolate:
         ctx.measurer = isolated(device, timer.mode, opts) if own else measurer
@@ -134,16 +138,21 @@ def isolated(device: DeviceInfo, mode: str, opts: SweepOptions) -> Measurer:
 def sweep_one(ctx: SweepContext, p: AttentionProblem, pipes: list[Pipeline]) -> None:
     """One problem: what is not yet measured, a tactic search where asked, then the store."""
     stored = ctx.store.statuses(ctx.env_id, p)
-    done = kept(stored, ctx.opts.retry_failed)
+    done = kept(stored, ctx.opts.retry_failed) - (set() if ctx.screen else screened(stored))
     todo = [pp for pp in pipes if pp.id not in done]
+    # the screen sees every pipeline (the rules' picks among them are spared), skips only unmeasured ones
+    skip = ({pid: why for pid, why in ctx.screen(p, pipes).items() if pid in {pp.id for pp in todo}}
+            if ctx.screen and todo else {})
+    todo = [pp for pp in todo if pp.id not in skip]
     search = ([pp for pp in tunable(pipes, ctx.registry, ctx.device) if not ctx.store.tuned(ctx.env_id, p, pp.id)]
               if ctx.opts.tactics == "optuna" else [])
-    outcome = ProblemOutcome(p, resumed=not todo and not search,
+    outcome = ProblemOutcome(p, resumed=not todo and not search and not skip,
                              kept_failed=sum(stored.get(pp.id) in RETRIED for pp in pipes if pp.id in done))
     if outcome.resumed:
         outcome.winner = ctx.store.winner(ctx.env_id, p)
-    if todo or search:
+    if todo or search or skip:
         outcome.rows = ctx.measure(p, todo) if todo else []
+        outcome.rows += [result_row(pp, "screened", error=skip[pp.id]) for pp in pipes if pp.id in skip]
         trials = {}
         for base in search:
             rows, trials[base.id] = search_tactics(ctx, p, base, outcome.rows)
@@ -156,6 +165,11 @@ def sweep_one(ctx: SweepContext, p: AttentionProblem, pipes: list[Pipeline]) -> 
     ctx.report.outcomes.append(outcome)
     if ctx.on_problem:
         ctx.on_problem(outcome)
+
+
+def screened(statuses: dict[str, str]) -> set[str]:
+    """The pipelines an adaptive search screened out at a problem (tuner/search/screen.py)."""
+    return {pid for pid, status in statuses.items() if status == "screened"}
 
 
 def tunable(pipes: list[Pipeline], registry: dict[str, KernelSpec], device: DeviceInfo) -> list[Pipeline]:

@@ -12,10 +12,12 @@ from dispatcher.device import DeviceInfo
 from dispatcher.dispatch import Dispatcher, default_timing_mode, device_of, read_rows, read_table
 from dispatcher.pipeline import candidates
 from dispatcher.policy import max_relerr
-from dispatcher.predictor import Predictor, PredictorConfig
+from dispatcher.predictor import FittedModel, Predictor, PredictorConfig
 from dispatcher.registry import load_registry
 from dispatcher.rules import RULES, rule_pick
 from dispatcher.table import Table, Timing, measured_problems, noise_us, rank
+
+from ..search.screen import ScreenConfig
 
 
 def geomean(xs: list[float]) -> float:
@@ -141,23 +143,40 @@ def evaluate_offgrid(db, offgrid_db, device: str | None = None, methods=("learne
 
 
 def evaluate_adaptive(db=None, device: str | None = None, fraction: float = 1 / 3, seed: int = 0,
-                      methods=("learned",), config: PredictorConfig | None = None) -> dict:
+                      methods=("learned",), config: PredictorConfig | None = None,
+                      screen: float = ScreenConfig.slower) -> dict:
     """Adaptive sampling replayed on a measured grid: the search picks which cells to "measure"
-    (their stored timings are revealed to it), the model fits on those, and it is scored on every
-    cell it did not pick. A uniform random sample of the same size is scored beside it."""
+    (their stored timings are revealed to it, less the pipelines its screen rules out, as the sweep
+    would not measure them: tuner/search/screen.py; 0: none), the model fits on those, and it is
+    scored on every cell it did not pick. A uniform random sample of the same size is scored beside it."""
     from ..search.adaptive import adaptive_sweep
+    from ..search.screen import screen_for
     full, dev = load_table(db, device)
     cells = _cells(full, dev, db)
     train = Table()
+    latest: list[FittedModel] = []
+    screened = screen_for(ScreenConfig(screen), lambda: latest[-1] if latest else None, dev, load_registry()) \
+        if screen else (lambda p, pipes: {})
+    out = {"screened": 0, "revealed": 0, "screened_closest": None}
 
     def reveal(ps):
         for c in ps:
+            skip = screened(c, [t.pipeline for t in full.timings(c)])
+            best = min((t.median_us for t in full.timings(c)), default=None)
             for t in full.timings(c):
-                train.add(c, t)
+                out["revealed"] += 1
+                if t.pipeline.id not in skip:
+                    train.add(c, t)
+                    continue
+                out["screened"] += 1      # how close a screened pipeline came to the cell's fastest
+                out["screened_closest"] = min(out["screened_closest"] or math.inf, t.median_us / best)
+
+    def fit(t):
+        latest[:] = [predictor.fit(t, dev, remember=True)]
+        return latest[0]
     predictor = Predictor(config)
     # a copy per fit, as the sweep reads its store: a model on the live table saw later families' points
-    picked = adaptive_sweep(cells, reveal, lambda: train.subset(train.by_cell), fraction,
-                            fit=lambda t: predictor.fit(t, dev, remember=True))
+    picked = adaptive_sweep(cells, reveal, lambda: train.subset(train.by_cell), fraction, fit=fit)
     held = set(cells) - set(picked)
     rng = random.Random(seed)
     rand = set(rng.sample(cells, len(picked)))
@@ -165,7 +184,7 @@ def evaluate_adaptive(db=None, device: str | None = None, fraction: float = 1 / 
     randomly = score(full.subset(sorted(rand, key=lambda c: c.key())), _as_measured(full, set(cells) - rand), dev,
                      methods, config)
     return {"device": dev.name, "cells": len(cells), "measured": len(picked), "fraction": fraction,
-            "seed": seed, "adaptive": adaptive, "random": randomly,
+            "seed": seed, "screen": screen, **out, "adaptive": adaptive, "random": randomly,
             "adaptive_overall": overall(adaptive), "random_overall": overall(randomly)}
 
 

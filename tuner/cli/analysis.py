@@ -35,6 +35,9 @@ def evaluate(db: Db = None, device: AnalysedDev = None,
              adaptive: Annotated[Optional[float], typer.Option(help="replay an adaptive search measuring this "
                                                                     "fraction of --db's cells; score on the rest, "
                                                                     "beside a random sample of the same size")] = None,
+             screen: Annotated[Optional[float], typer.Option(help="with --adaptive: the search's screen factor, "
+                                                                 "as tuner sweep's --screen (default 2; 0: every "
+                                                                 "pipeline measured)")] = None,
              plot: Annotated[Optional[str], typer.Option(help="also write regret plots, every scored shape (JSON) and "
                                                               "an index.html here (needs matplotlib)")] = None):
     """Regret (chosen / best time) and speedup over the built-in rules: on held-out measured shapes,
@@ -50,6 +53,10 @@ def evaluate(db: Db = None, device: AnalysedDev = None,
         raise ValueError(f"--holdout {holdout} is out of range; use a fraction between 0 and 1, e.g. 0.2")
     if sum(x is not None and x is not False for x in (offgrid, between or None, train, adaptive)) > 1:
         raise ValueError("give one of --offgrid, --between, --train, --adaptive")
+    if screen and not 1 < screen < float("inf"):
+        raise ValueError(f"--screen {screen} is out of range; give a factor above 1, or 0 for no screen")
+    if screen is not None and adaptive is None:
+        raise ValueError("--screen replays the adaptive search's screen; give --adaptive too")
     if measured_on is not None and offgrid is None:
         raise ValueError("--measured-on names the device whose times score an --offgrid set; give --offgrid too")
     require_db(db)
@@ -61,7 +68,8 @@ def evaluate(db: Db = None, device: AnalysedDev = None,
         _writable_dir("--plot", plot)          # before the evaluation, not after its seconds of work
     if train is not None or adaptive is not None:
         res = (ev.evaluate_trained(db, train, device, config=config) if train is not None
-               else ev.evaluate_adaptive(db, device, adaptive, seed, config=config))
+               else ev.evaluate_adaptive(db, device, adaptive, seed, config=config,
+                                            **({} if screen is None else {"screen": screen})))
         for name in ("configs", "adaptive", "random"):
             if name in res:
                 res[name] = {c: v["learned"] for c, v in res[name].items()}

@@ -27,6 +27,7 @@ from .. import library
 from ..clock import time_left
 from ..options import SweepOptions
 from ..problem_files import read_problems
+from ..search.screen import ScreenConfig
 from ..timing.base import MODES
 from .app import Db, LocalDev, app, csv, err, friendly, given_flags, out, written_db
 
@@ -80,6 +81,9 @@ def sweep(
     budget: Annotated[float, typer.Option(help="with --search adaptive: the fraction of the grid's points to measure "
                                                "(shared between configurations, the small ones getting a larger "
                                                "share)")] = 1 / 3,
+    screen: Annotated[float, typer.Option(help="with --search adaptive: a pipeline this many times slower than the "
+                                               "fastest at the 4 nearest measured shapes is not measured (0: measure "
+                                               "every pipeline)")] = ScreenConfig.slower,
     devices: Annotated[Optional[str], typer.Option(help="sweep on several devices of this host: all, or a list such "
                                                         "as 0,1 (cpu,cpu: CPU workers); one worker process per "
                                                         "device")] = None,
@@ -98,6 +102,9 @@ def sweep(
         raise typer.BadParameter(f"--search {search!r} is not grid or adaptive")
     if not 0 < budget <= 1:
         raise typer.BadParameter(f"--budget {budget} is out of range; use a fraction in (0, 1], e.g. 0.33")
+    if screen and not 1 < screen < float("inf"):
+        raise typer.BadParameter(f"--screen {screen} is out of range; give a factor above 1 (2: pipelines 2x slower "
+                                 "than the fastest nearby are not measured) or 0 to measure every pipeline")
     if (devices or ray) and search != "grid":
         raise typer.BadParameter("--devices and --ray sweep the grid; drop --search adaptive (or run it on one device)")
     if devices and ray:
@@ -111,8 +118,10 @@ def sweep(
     if timing is not None and timing not in MODES:
         raise typer.BadParameter(f"--timing {timing!r} is not graph, eager or wall (graph and eager on CUDA, "
                                  "wall on the CPU)")
-    goes_with = {"shards": "--ray", "budget": "--search adaptive", "trials": "--tactics optuna"}
-    unused = given_flags(ctx, {"shards": not ray, "budget": search != "adaptive", "trials": tactics != "optuna"}.get)
+    goes_with = {"shards": "--ray", "budget": "--search adaptive", "screen": "--search adaptive",
+                 "trials": "--tactics optuna"}
+    unused = given_flags(ctx, {"shards": not ray, "budget": search != "adaptive", "screen": search != "adaptive",
+                               "trials": tactics != "optuna"}.get)
     if unused:
         raise typer.BadParameter(f"{unused[0]} has no effect here: it goes with {goes_with[unused[0][2:]]}")
     db = written_db(db, "tuner sweep")
@@ -129,7 +138,7 @@ def sweep(
         device=device or "auto", timing=timing)
     import time
     opts = SweepOptions(max_relerr=max_relerr, retry_failed=retry_failed, isolate=isolate,
-                        candidate_timeout_s=candidate_timeout, tactics=tactics, trials=trials,
+                        candidate_timeout_s=candidate_timeout, tactics=tactics, trials=trials, screen=screen,
                         deadline=time.time() + 60 * max_minutes if max_minutes is not None else None)
     from dispatcher.device import describe
 
@@ -305,6 +314,9 @@ def _print_summary(report) -> None:
     out.print(f"{len(report.outcomes)} problems, {report.measured} pipelines measured "
               f"({report.count('ok')} ok, {report.count('inaccurate')} inaccurate, {report.count('failed')} failed, "
               f"{report.count('unsupported')} unsupported), {resumed} problem{'s' * (resumed != 1)} already measured")
+    if report.count("screened"):
+        out.print(f"{report.count('screened')} pipelines not measured: at least --screen times the fastest at the "
+                  "nearest measured shapes (stored as screened; --screen 0 measures them)", soft_wrap=True)
     if report.kept_failed:
         out.print(f"{report.kept_failed} pipelines that failed or were inaccurate before were not measured again; "
                   "rerun with --retry-failed to measure them", soft_wrap=True)

@@ -1,0 +1,130 @@
+"""Screening in the adaptive search (tuner/search/screen.py): pipelines far slower than the fastest at the
+nearest measured shapes are not measured, stored as screened with why, and measured by a later grid sweep."""
+import random
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dispatcher.pipeline import Pipeline, candidates
+from dispatcher.predictor import Predictor
+from dispatcher.registry import load_registry
+from dispatcher.rules import RULES, rule_pick
+from dispatcher.table import Table, Timing
+from tests.conftest import small
+from tuner.analysis.evaluate import load_table
+from tuner.search.screen import ScreenConfig, screen_for
+from tuner.store import Store
+from tuner.sweep import run_sweep
+from tuner.timing import TimingConfig
+from tuner.timing.wall import WallTimer
+
+FAST = Pipeline("torch-sdpa", "bf16", "bf16", "bf16", tactic=(("backend", "flash"),))
+SLOW = Pipeline("torch-sdpa", "bf16", "bf16", "bf16", tactic=(("backend", "math"),))
+MID = Pipeline("torch-sdpa", "bf16", "bf16", "bf16", tactic=(("backend", "efficient"),))
+SHIPPED = Path(__file__).resolve().parent.parent / "heuristics.db"
+
+
+def family(slow_factor: float, failed_at: tuple[int, ...] = ()) -> Table:
+    """Batch 1-32 x KV 256-8192: SLOW `slow_factor` x FAST everywhere (absent, as failed, at `failed_at`
+    batch sizes), MID 1.5x."""
+    t = Table()
+    for b in (1, 2, 4, 8, 16, 32):
+        for kv in (256, 1024, 4096, 8192):
+            c = small(batch_size=b, kv_len=kv).cell()
+            us = 5 + b * kv / 1000
+            t.add(c, Timing(FAST, us, 0.01 * us, 0.001))
+            t.add(c, Timing(MID, 1.5 * us, 0.02 * us, 0.001))
+            if b not in failed_at:
+                t.add(c, Timing(SLOW, slow_factor * us, 0.01 * us, 0.001))
+    return t
+
+
+def test_a_pipeline_far_slower_at_every_nearest_measured_shape_is_screened_with_why():
+    model = Predictor().fit(family(4.0), None)
+    p = small(batch_size=6, kv_len=2048)                 # between measured shapes
+    why = ScreenConfig().reasons(p, [FAST, MID, SLOW], model)
+    assert set(why) == {SLOW.id}                           # 1.5x (MID) is measured, 4x is not
+    assert why[SLOW.id].startswith("screened: 4.0x the fastest or slower at the 4 nearest measured shapes")
+    assert "--screen 0" in why[SLOW.id]
+    assert ScreenConfig(slower=5).reasons(p, [FAST, MID, SLOW], model) == {}
+
+
+def test_a_failure_nearby_or_too_few_measured_shapes_screens_nothing():
+    # failed at batch 4 and 8 (the nearest): no evidence of speed there, so it is measured
+    assert ScreenConfig().reasons(small(batch_size=6, kv_len=2048), [SLOW], Predictor().fit(family(4.0, (4, 8)),
+                                                                                             None)) == {}
+    three = Table()
+    full = family(4.0)
+    for c in list(full.by_cell)[:3]:
+        for t in full.timings(c):
+            three.add(c, t)
+    assert ScreenConfig().reasons(small(batch_size=6, kv_len=2048), [SLOW], Predictor().fit(three, None)) == {}
+
+
+def test_a_measured_shape_is_not_its_own_neighbour():
+    model = Predictor().fit(family(4.0), None)
+    p = small(batch_size=8, kv_len=1024)                  # measured: its neighbours are the others
+    assert set(ScreenConfig().reasons(p, [SLOW], model)) == {SLOW.id}
+
+
+def test_bad_settings_name_the_value():
+    with pytest.raises(ValueError, match="screen factor 1 must be above 1"):
+        ScreenConfig(slower=1)
+    r = subprocess.run([sys.executable, "-m", "tuner", "sweep", "--search", "adaptive", "--screen", "0.5",
+                        "--device", "cpu", "--db", "/nonexistent/x.db"], capture_output=True, text=True)
+    assert r.returncode == 2 and "--screen 0.5 is out of range" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "tuner", "sweep", "--screen", "2", "--device", "cpu",
+                        "--db", "/nonexistent/x.db"], capture_output=True, text=True)
+    assert r.returncode == 2 and "--screen has no effect here: it goes with --search adaptive" in r.stderr
+
+
+@pytest.mark.skipif(not SHIPPED.exists(), reason="the shipped heuristics.db")
+def test_on_the_h200_grid_torch_sdpa_is_screened_and_no_rule_pick_is():
+    full, dev = load_table(SHIPPED, "NVIDIA H200")
+    rnd = random.Random(0)
+    kept = [c for c in full.by_cell if rnd.random() < 1 / 3]      # as an adaptive search's third
+    model = Predictor().fit(full.subset(kept), dev)
+    registry = load_registry()
+    screen = screen_for(ScreenConfig(), lambda: model, dev, registry)
+    held = [c for c in full.by_cell if c not in set(kept)]
+    kinds, spared = set(), 0
+    for c in held:
+        pipes = candidates(registry, c, dev)
+        why = screen(c, pipes)
+        kinds |= {pid.split("[")[0] for pid in why}
+        picks = {pick.id for r in RULES if (pick := rule_pick(r, c, dev, registry, pipes)[0]) is not None}
+        assert not picks & set(why)
+        spared += bool(picks & set(ScreenConfig().reasons(c, pipes, model)))
+        best = min(t.median_us for t in full.by_cell[c].values())
+        # what it screens would not have won here: never within 1.1x of the measured fastest
+        assert all(full.by_cell[c][pid].median_us > 1.1 * best for pid in why if pid in full.by_cell[c])
+    assert "torch-sdpa" in kinds and spared      # a rule's pick far behind nearby (FA2 at prefill 1 x 99) is measured
+
+
+def test_a_screened_pipeline_is_stored_with_why_and_measured_by_a_later_grid_sweep(db_path, cpu):
+    timer = WallTimer(TimingConfig(rounds=3, round_s=0.001))
+    probs = [small(), small(batch_size=4)]
+    math_sdpa = {pp.id for pp in candidates(load_registry(), probs[0], cpu) if "math" in pp.id}
+    assert math_sdpa
+
+    def screen(p, pipes):
+        return {pp.id: "screened: a test's reason" for pp in pipes if pp.id in math_sdpa}
+    s = Store(db_path)
+    first = run_sweep(probs, cpu, s, timer, screen=screen)
+    resumed = run_sweep(probs, cpu, s, timer, screen=screen)
+    conn = sqlite3.connect(db_path)
+    marks = ",".join("?" * len(math_sdpa))
+    stored = conn.execute(f"select status, error, median_us from measurements where pipeline in ({marks})",
+                          sorted(math_sdpa)).fetchall()
+    assert stored == [("screened", "screened: a test's reason", None)] * 2
+    assert first.count("screened") == 2 and first.measured == 2        # the flash pipeline only
+    assert resumed.measured == 0 and resumed.count("screened") == 0 and all(o.resumed for o in resumed.outcomes)
+    assert {w for (w,) in conn.execute("select pipeline from winners")} <= {pp.id for pp in candidates(
+        load_registry(), probs[0], cpu)} - math_sdpa
+    grid = run_sweep(probs, cpu, s, timer)              # no screen: what was screened is measured now
+    s.close()
+    assert grid.measured == 2 and grid.count("ok") == 2
+    assert conn.execute("select count(*) from measurements where status = 'screened'").fetchone() == (0,)

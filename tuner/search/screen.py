@@ -1,0 +1,76 @@
+"""Screening in the adaptive search: a pipeline far slower than the fastest at every nearest measured
+shape is not built at a new point (as Triton's `prune_configs_by` drops configs a performance model
+rules out, but from this device's own measurements). On the shipped H200 grid torch SDPA was a third
+of the pipelines and never within 1.58x of the fastest; building, checking and capturing a pipeline
+costs the same whether it can win or not (benchmarks/results/screen/).
+
+A screened pipeline is stored with status "screened" and the reason, so that a resumed search does
+not measure it and a grid sweep of the same database does. Every rule's pick is measured anyway:
+`tuner evaluate` compares the learned choice with it."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from dispatcher.device import DeviceInfo
+from dispatcher.pipeline import Pipeline
+from dispatcher.predictor import FittedModel
+from dispatcher.problem import AttentionProblem
+from dispatcher.registry import KernelSpec
+from dispatcher.rules import RULES, rule_pick
+
+Screen = Callable[[AttentionProblem, list[Pipeline]], dict[str, str]]   # pipeline id -> why it is not measured
+
+
+@dataclass(frozen=True)
+class ScreenConfig:
+    """When a pipeline is not measured at a point: at least `slower` times the fastest pipeline's time at
+    each of the `neighbours` nearest measured shapes of the point's family (measured there, not failed:
+    a failure says nothing about speed). Picked on the shipped H200 grid, reported on other grids
+    (benchmarks/results/screen/): from 1.5x to 3x the learned decisions were the same as with nothing
+    screened; at 2x no pipeline screened was within 1.46x of the fastest where it was not measured."""
+    slower: float = 2.0
+    neighbours: int = 4
+
+    def __post_init__(self) -> None:
+        if not self.slower > 1:
+            raise ValueError(f"screen factor {self.slower} must be above 1 (2: a pipeline 2x slower than the fastest "
+                             "at the nearest measured shapes is not measured); use 0 to measure every pipeline")
+        if self.neighbours < 1:
+            raise ValueError(f"screen neighbours {self.neighbours} must be at least 1")
+
+    def reasons(self, p: AttentionProblem, pipes: list[Pipeline], model: FittedModel) -> dict[str, str]:
+        """The pipelines of `pipes` not worth measuring at p, with why; {} where p's family has fewer
+        measured shapes than `neighbours` (other than p's own)."""
+        near = [c for c in model.neighbours(p.cell()) if c != p.cell()][: self.neighbours]
+        if len(near) < self.neighbours:
+            return {}
+        fastest = {c: min(t.median_us for t in model.table.by_cell[c].values()) for c in near}
+        out = {}
+        for pipe in pipes:
+            got = [model.table.by_cell[c].get(pipe.id) for c in near]
+            if any(t is None for t in got):
+                continue
+            least = min(t.median_us / fastest[c] for t, c in zip(got, near) if t is not None)
+            if least >= self.slower:
+                out[pipe.id] = (f"screened: {least:.1f}x the fastest or slower at the {len(near)} nearest measured "
+                                f"shapes (the nearest: batch {near[0].batch_size}, q_len {near[0].q_len}, kv_len "
+                                f"{near[0].kv_len}); not measured by the adaptive search (--screen 0 measures it)")
+        return out
+
+
+def screen_for(config: ScreenConfig, model: Callable[[], FittedModel | None], device: DeviceInfo,
+               registry: dict[str, KernelSpec]) -> Screen:
+    """A sweep's screen on the latest fitted model (`model()`; None before the first fit: nothing
+    screened), sparing every rule's pick."""
+    def screen(p: AttentionProblem, pipes: list[Pipeline]) -> dict[str, str]:
+        fitted = model()
+        if fitted is None:
+            return {}
+        out = config.reasons(p, pipes, fitted)
+        for rule in RULES:
+            pick, _ = rule_pick(rule, p, device, registry, pipes)
+            if pick is not None:
+                out.pop(pick.id, None)
+        return out
+    return screen
