@@ -8,6 +8,7 @@ import sys
 from dispatcher.pipeline import Pipeline
 from dispatcher.table import Table, Timing
 from tests.conftest import small
+from tuner.search import adaptive
 from tuner.search.adaptive import adaptive_sweep, allocate, farthest_first, midpoint
 
 A = Pipeline("torch-sdpa", "bf16", "bf16", "bf16", tactic=(("backend", "flash"),))
@@ -47,7 +48,7 @@ def test_coarse_points_span_the_grid_corners_first():
 def test_refinement_spends_the_budget_near_the_crossover_and_never_measures_twice():
     chosen, calls, _ = run(1 / 3)
     assert len(chosen) == math.ceil(len(GRID) / 3) == len(set(chosen))
-    refined = [p for c in calls[1:] for p in c]
+    refined = [p for c in calls[2:] for p in c]          # after the two coarse passes
     near = [p for p in refined if 0.25 <= p.batch_size * p.kv_len / 4096 <= 4]
     assert len(near) >= len(refined) * 0.7, [(p.batch_size, p.kv_len) for p in refined]
 
@@ -114,8 +115,26 @@ def test_a_search_stopped_early_says_so_and_measures_nothing_more():
 
     measure = recorder(table, calls)
     out = adaptive_sweep(GRID, measure, lambda: table, 1 / 3, said.append, stopped=lambda: len(calls) >= 2)
-    assert len(calls) == 2 and out == calls[0] + calls[1]    # the coarse batch and one refinement, then stop
+    assert len(calls) == 2 and out == calls[0] + calls[1]    # the two coarse passes, then stop
     assert len(said) == 1 and "stopped early" in said[0] and "again to resume" in said[0]
+
+
+def test_the_rest_of_the_coarse_points_comes_after_a_fit_the_screen_can_read():
+    # the screen (tuner/search/screen.py) reads the latest fit: without one before the coarse phase ends,
+    # it could leave nothing out of half the points the search measures
+    fams = [GRID, [small(kv_dtype="fp8", out_dtype="fp8", batch_size=p.batch_size, kv_len=p.kv_len) for p in GRID]]
+    table, events = Table(), []
+    record = recorder(table)
+
+    def measure(ps):
+        events.append(len(ps))
+        record(ps)
+
+    def fit(t):
+        events.append("fit")
+        return adaptive.default_fit(t)
+    adaptive_sweep([p for f in fams for p in f], measure, lambda: table, 1 / 3, fit=fit)
+    assert events[:6] == [4, 4, "fit", 2, 2, "fit"]
 
 
 def test_a_search_cut_by_a_deadline_has_sampled_every_family():
@@ -126,8 +145,9 @@ def test_a_search_cut_by_a_deadline_has_sampled_every_family():
     table, calls = Table(), []
 
     measure = recorder(table, calls)
-    out = adaptive_sweep([p for f in fams for p in f], measure, lambda: table, 1 / 3, stopped=lambda: len(calls) >= 4)
-    assert [len(c) for c in calls] == [6, 6, 6, 4]           # three coarse batches, then the first refinement
+    out = adaptive_sweep([p for f in fams for p in f], measure, lambda: table, 1 / 3, stopped=lambda: len(calls) >= 7)
+    # each family's 6 coarse points in two passes (4, then 2: FIRST_COARSE), then the first refinement
+    assert [len(c) for c in calls] == [4, 4, 4, 2, 2, 2, 4]
     assert all(any(p in out for p in f) for f in fams) and len(out) == 22
     again = []                                               # resumed: the rest of each family's budget
     grid = [p for f in fams for p in f]

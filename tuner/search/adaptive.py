@@ -6,7 +6,8 @@ proportion to the square root of their sizes (allocate): a family of 22 prefill 
 of them has too few neighbours for any fit, while a third of a 91-point decode family is plenty.
 Every family's coarse points are measured before any family is refined (a search cut by a deadline
 has sampled them all); then the families are refined in turn, a few points each:
-- coarse: farthest-point sampling in log2(batch, q_len, kv_len), corners first, for half the budget;
+- coarse: farthest-point sampling in log2(batch, q_len, kv_len), corners first, for half the budget,
+  in two passes over the families (FIRST_COARSE);
 - refine: the unmeasured point whose nearest measured neighbours disagree on the winner, or where
   the learned model's best two pipelines are predicted within noise of each other, is measured
   next (a few at a time, refitting in between); the farthest from anything measured breaks ties.
@@ -27,6 +28,10 @@ from dispatcher.table import Table, rank
 
 NEIGHBOURS = 4        # measured neighbours whose winners are compared
 STEP = 4              # points measured between refits
+# a family's coarse points measured before the first fit (the farthest-first ones, at least 4): the rest is
+# measured after it, so that the search's screen can leave out pipelines far behind there too (0.3:
+# 25-40% more screened than after the coarse phase, the same decisions: benchmarks/results/screen/)
+FIRST_COARSE, FIRST_COARSE_MIN = 0.3, 4
 
 
 def log_sizes(p: AttentionProblem) -> tuple[float, float, float, float]:
@@ -135,8 +140,10 @@ def adaptive_sweep(grid: list[AttentionProblem], measure: Callable[[list[Attenti
     allocate); returns the points chosen, family by family. Every family's coarse points come first, then the
     families are refined in turn, a few points each, so that a search cut short (`stopped()`: a
     deadline such as --max-minutes, a cancel) has sampled every family, not measured the first ones
-    fully and the rest not at all. `measured()` reads back what the store holds (the table the model
-    fits: a new one each call, which later measurements leave alone); a rerun resumes a stopped search."""
+    fully and the rest not at all. The coarse points come in two passes over the families, with a fit
+    between (`fit` is called then and before each refinement round). `measured()` reads back what the
+    store holds (the table the model fits: a new one each call, which later measurements leave alone); a
+    rerun resumes a stopped search."""
     if not 0 < fraction <= 1:
         raise ValueError(f"budget fraction {fraction} is out of range; use a fraction in (0, 1], e.g. 0.33")
     families: dict[tuple, list[AttentionProblem]] = defaultdict(list)
@@ -144,16 +151,25 @@ def adaptive_sweep(grid: list[AttentionProblem], measure: Callable[[list[Attenti
         families[p.family()].append(p)
     budgets = allocate({f: len(pts) for f, pts in families.items()}, math.ceil(fraction * len(grid)))
     chosen: dict[tuple, list[AttentionProblem]] = {}
+    coarse: dict[tuple, list[AttentionProblem]] = {}
     held = measured()      # read once: measuring one family's coarse points adds no cell to another
     for fam, pts in families.items():
         on_grid = {p.cell() for p in pts}                  # a resumed search counts what it measured,
-        done = ([p for p in pts if held.timings(p.cell())]  # off the grid's lattice too
-                + [c for c in held.by_family.get(fam, []) if c not in on_grid])
-        coarse = [p for p in farthest_first(pts, max(1, budgets[fam] // 2) if budgets[fam] else 0) if p not in done]
-        measure(coarse)
-        chosen[fam] = done + coarse
-        if stopped():
-            return _stopped(say, chosen, measured(), "sampling coarsely")
+        chosen[fam] = ([p for p in pts if held.timings(p.cell())]  # off the grid's lattice too
+                       + [c for c in held.by_family.get(fam, []) if c not in on_grid])
+        coarse[fam] = [p for p in farthest_first(pts, max(1, budgets[fam] // 2) if budgets[fam] else 0)
+                       if p not in chosen[fam]]
+    cut = {fam: max(FIRST_COARSE_MIN, math.ceil(FIRST_COARSE * len(pts))) for fam, pts in coarse.items()}
+    for first in (True, False):     # a first share of every family's coarse points, a fit, then the rest
+        if not first and any(len(pts) > cut[fam] for fam, pts in coarse.items()):
+            fit(measured())         # read by the caller's screen (tuner/search/screen.py), not here
+        for fam in families:
+            part = coarse[fam][:cut[fam]] if first else coarse[fam][cut[fam]:]
+            if part:
+                measure(part)
+                chosen[fam] += part
+            if stopped():
+                return _stopped(say, chosen, measured(), "sampling coarsely")
     active = [fam for fam in families if len(chosen[fam]) < budgets[fam]]
     def reached(fam: tuple) -> None:
         say(f"adaptive: {len(chosen[fam])} of {len(families[fam])} points of {_name(families[fam][0])}")
