@@ -47,7 +47,7 @@ def fit(table):
 
 
 t0 = time.perf_counter()
-# a copy per fit, as the sweep reads its store (a model on the live table saw later families' points)
+# a copy per fit, as the sweep reads its store: the model sees what was measured before its fit
 picked = adaptive.adaptive_sweep(grid, reveal, lambda: train.subset(train.by_cell), 1 / 3, fit=fit, between=True)
 wall = time.perf_counter() - t0
 t = time.perf_counter()

@@ -15,6 +15,7 @@ from dispatcher.rules import RULES, rule_pick
 from dispatcher.table import Table, Timing
 from tests.conftest import small
 from tuner.analysis.evaluate import load_table
+from tuner.options import SweepOptions
 from tuner.search.screen import ScreenConfig, screen_for
 from tuner.store import Store
 from tuner.sweep import run_sweep
@@ -27,9 +28,9 @@ MID = Pipeline("torch-sdpa", "bf16", "bf16", "bf16", tactic=(("backend", "effici
 SHIPPED = Path(__file__).resolve().parent.parent / "heuristics.db"
 
 
-def family(slow_factor: float, failed_at: tuple[int, ...] = ()) -> Table:
+def family(slow_factor: float, failed_at: tuple[int, ...] = (), even_at=None) -> Table:
     """Batch 1-32 x KV 256-8192: SLOW `slow_factor` x FAST everywhere (absent, as failed, at `failed_at`
-    batch sizes), MID 1.5x."""
+    batch sizes; as fast at the cell `even_at`), MID 1.5x."""
     t = Table()
     for b in (1, 2, 4, 8, 16, 32):
         for kv in (256, 1024, 4096, 8192):
@@ -38,7 +39,7 @@ def family(slow_factor: float, failed_at: tuple[int, ...] = ()) -> Table:
             t.add(c, Timing(FAST, us, 0.01 * us, 0.001))
             t.add(c, Timing(MID, 1.5 * us, 0.02 * us, 0.001))
             if b not in failed_at:
-                t.add(c, Timing(SLOW, slow_factor * us, 0.01 * us, 0.001))
+                t.add(c, Timing(SLOW, (1.0 if c == even_at else slow_factor) * us, 0.01 * us, 0.001))
     return t
 
 
@@ -47,7 +48,7 @@ def test_a_pipeline_far_slower_at_every_nearest_measured_shape_is_screened_with_
     p = small(batch_size=6, kv_len=2048)                 # between measured shapes
     why = ScreenConfig().reasons(p, [FAST, MID, SLOW], model)
     assert set(why) == {SLOW.id}                           # 1.5x (MID) is measured, 4x is not
-    assert why[SLOW.id].startswith("screened: 4.0x the fastest or slower at the 4 nearest measured shapes")
+    assert why[SLOW.id].startswith("screened: 4.0x the fastest or slower at the 4 nearest measured (or screened)")
     assert "--screen 0" in why[SLOW.id]
     assert ScreenConfig(slower=5).reasons(p, [FAST, MID, SLOW], model) == {}
 
@@ -65,9 +66,18 @@ def test_a_failure_nearby_or_too_few_measured_shapes_screens_nothing():
 
 
 def test_a_measured_shape_is_not_its_own_neighbour():
-    model = Predictor().fit(family(4.0), None)
-    p = small(batch_size=8, kv_len=1024)                  # measured: its neighbours are the others
-    assert set(ScreenConfig().reasons(p, [SLOW], model)) == {SLOW.id}
+    p = small(batch_size=8, kv_len=1024)                  # measured, SLOW as fast as FAST there
+    model = Predictor().fit(family(4.0, even_at=p.cell()), None)
+    assert set(ScreenConfig().reasons(p, [SLOW], model)) == {SLOW.id}     # its neighbours are the others
+
+
+def test_a_pipeline_screened_nearby_counts_as_that_far_behind_there():
+    model = Predictor().fit(family(4.0, failed_at=(4,)), None)
+    p = small(batch_size=6, kv_len=2048)
+    assert ScreenConfig().reasons(p, [SLOW], model) == {}          # no timing at batch 4: no evidence
+    left_out = {(c, SLOW.id): 2.0 for c in model.table.by_cell if c.batch_size == 4}
+    why = ScreenConfig().reasons(p, [SLOW], model, left_out)
+    assert why[SLOW.id].startswith("screened: 2.0x the fastest or slower at the 4 nearest measured (or screened)")
 
 
 def test_bad_settings_name_the_value():
@@ -79,6 +89,9 @@ def test_bad_settings_name_the_value():
     r = subprocess.run([sys.executable, "-m", "tuner", "sweep", "--screen", "2", "--device", "cpu",
                         "--db", "/nonexistent/x.db"], capture_output=True, text=True)
     assert r.returncode == 2 and "--screen has no effect here: it goes with --search adaptive" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "tuner", "evaluate", "--db", str(SHIPPED), "--screen", "2"],
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "--screen replays the adaptive search's screen; give --adaptive too" in r.stderr
 
 
 @pytest.mark.skipif(not SHIPPED.exists(), reason="the shipped heuristics.db")
@@ -124,7 +137,41 @@ def test_a_screened_pipeline_is_stored_with_why_and_measured_by_a_later_grid_swe
     assert resumed.measured == 0 and resumed.count("screened") == 0 and all(o.resumed for o in resumed.outcomes)
     assert {w for (w,) in conn.execute("select pipeline from winners")} <= {pp.id for pp in candidates(
         load_registry(), probs[0], cpu)} - math_sdpa
+    env = s.environment(cpu, timer.mode)
+    assert not s.measured_pipelines(env, probs[0]) & math_sdpa     # --devices workers measure them too
     grid = run_sweep(probs, cpu, s, timer)              # no screen: what was screened is measured now
     s.close()
     assert grid.measured == 2 and grid.count("ok") == 2
+    assert conn.execute("select count(*) from measurements where status = 'screened'").fetchone() == (0,)
+
+
+def test_a_failed_pipeline_is_measured_again_with_retry_failed_not_screened_over(db_path, cpu):
+    timer = WallTimer(TimingConfig(rounds=3, round_s=0.001))
+    p = small()
+    s = Store(db_path)
+    run_sweep([p], cpu, s, timer, SweepOptions(max_relerr=1e-9))     # every pipeline over budget: inaccurate
+    every = {pp.id for pp in candidates(load_registry(), p, cpu)}
+    again = run_sweep([p], cpu, s, timer, SweepOptions(retry_failed=True),
+                      screen=lambda q, pipes: {pp.id: "screened: a test's reason" for pp in pipes})
+    s.close()
+    assert again.count("screened") == 0 and again.count("ok") == len(every)
+
+
+def test_an_imported_screened_row_never_replaces_a_measurement(db_path, cpu, tmp_path):
+    from tuner.transfer import export_jsonl, import_jsonl
+    timer = WallTimer(TimingConfig(rounds=3, round_s=0.001))
+    p = small()
+    math_sdpa = {pp.id for pp in candidates(load_registry(), p, cpu) if "math" in pp.id}
+    adaptive_db, f = tmp_path / "adaptive.db", tmp_path / "adaptive.jsonl"
+    s = Store(adaptive_db)
+    run_sweep([p], cpu, s, timer, screen=lambda q, pipes: {pp.id: "screened: a test's reason" for pp in pipes
+                                                           if pp.id in math_sdpa})
+    s.close()
+    s = Store(db_path)
+    run_sweep([p], cpu, s, timer)                       # measured everything, earlier than the export below
+    s.close()
+    export_jsonl(adaptive_db, f)
+    got = import_jsonl(db_path, f, keep_newer=False)
+    assert got["kept_measured"] == len(math_sdpa)
+    conn = sqlite3.connect(db_path)
     assert conn.execute("select count(*) from measurements where status = 'screened'").fetchone() == (0,)

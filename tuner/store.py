@@ -155,7 +155,9 @@ class Store:
 
     # -- measurements ----------------------------------------------------------------
     def measured_pipelines(self, env_id: int, problem: AttentionProblem, retry_failed: bool = False) -> set[str]:
-        return kept(self.statuses(env_id, problem), retry_failed)
+        """What a grid sweep does not measure again: not what an adaptive search screened out."""
+        statuses = self.statuses(env_id, problem)
+        return kept(statuses, retry_failed) - {pid for pid, s in statuses.items() if s == "screened"}
 
     def statuses(self, env_id: int, problem: AttentionProblem) -> dict[str, str]:
         """Each stored pipeline's status for this problem."""
@@ -185,7 +187,7 @@ class Store:
                     "relerr": w.relerr, "runner_up": ru.pipeline.id if ru else None,
                     "runner_up_us": ru.median_us if ru else None,
                     "margin": (ru.median_us / w.median_us) if ru else None, "tie": int(ranking.tie),
-                    "candidates": len(results), "created_at": stamp}, replace=True)
+                    "candidates": sum(r["status"] != "screened" for r in results), "created_at": stamp}, replace=True)
 
     def record_trials(self, env_id: int, problem: AttentionProblem, base: str, trials: list[dict]) -> None:
         stamp = now()

@@ -62,18 +62,23 @@ def export_jsonl(db, out: Path, device: str | None = None) -> int:
 
 def import_jsonl(db, src: Path, keep_newer: bool = True) -> dict:
     """Merge measurements into `db`: environments matched by key; a (problem, pipeline) already present is
-    replaced by the imported one unless the stored one is newer (`keep_newer`). Every line is checked before anything is
+    replaced by the imported one unless the stored one is newer (`keep_newer`) or the imported one was screened
+    out by an adaptive search and the stored one not (a measurement). Every line is checked before anything is
     written, and the rows and recomputed winners go in one transaction: a bad file changes nothing."""
     items = read_export(src)
     s = Store(db)
     touched: dict[int, set] = {}
-    kept = new = 0
+    kept = new = over_screened = 0
     try:
         with s.transaction():
             for env, m in items:
                 env_id = _environment(s, env)
-                stored = s.db.execute("select created_at from measurements where env_id = ? and problem_key = ? "
-                                      "and pipeline = ?", [env_id, m["problem_key"], m["pipeline"]]).fetchone()
+                stored = s.db.execute("select created_at, status from measurements where env_id = ? and "
+                                      "problem_key = ? and pipeline = ?",
+                                      [env_id, m["problem_key"], m["pipeline"]]).fetchone()
+                if stored and m["status"] == "screened" and stored[1] != "screened":
+                    over_screened += 1      # a screened row (not measured) never replaces a measurement
+                    continue
                 if keep_newer and stored and stored[0] and m.get("created_at") and stored[0] > m["created_at"]:
                     kept += 1
                     continue
@@ -83,7 +88,8 @@ def import_jsonl(db, src: Path, keep_newer: bool = True) -> dict:
             for env_id, keys in touched.items():
                 _rewin(s, env_id, keys)
         return {"environments": len(touched), "problems": sum(len(k) for k in touched.values()),
-                "kept_newer": kept, "new": new, "replaced": len(items) - kept - new}
+                "kept_newer": kept, "kept_measured": over_screened, "new": new,
+                "replaced": len(items) - kept - over_screened - new}
     finally:
         s.close()
 

@@ -175,7 +175,7 @@ def evaluate_adaptive(db=None, device: str | None = None, fraction: float = 1 / 
         latest[:] = [predictor.fit(t, dev, remember=True)]
         return latest[0]
     predictor = Predictor(config)
-    # a copy per fit, as the sweep reads its store: a model on the live table saw later families' points
+    # a copy per fit, as the sweep reads its store: the model sees what was measured before its fit
     picked = adaptive_sweep(cells, reveal, lambda: train.subset(train.by_cell), fraction, fit=fit)
     held = set(cells) - set(picked)
     rng = random.Random(seed)

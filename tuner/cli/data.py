@@ -45,6 +45,8 @@ def import_(path: Annotated[str, typer.Argument(help="a .jsonl file written by t
     from dispatcher.store import default_path
     r = import_jsonl(written_db(db, "tuner import"), Path(path))
     kept = f"; kept {r['kept_newer']} stored measurements newer than the file's" if r["kept_newer"] else ""
+    if r["kept_measured"]:
+        kept += f"; kept {r['kept_measured']} stored measurements where the file's pipeline was screened out"
     out.print(f"merged {r['problems']} problems in {r['environments']} environment(s) into {default_path(db)}: "
               f"{r['new']} new measurements, {r['replaced']} already there (the file's copy kept){kept}",
               soft_wrap=True)

@@ -314,9 +314,6 @@ def _print_summary(report) -> None:
     out.print(f"{len(report.outcomes)} problems, {report.measured} pipelines measured "
               f"({report.count('ok')} ok, {report.count('inaccurate')} inaccurate, {report.count('failed')} failed, "
               f"{report.count('unsupported')} unsupported), {resumed} problem{'s' * (resumed != 1)} already measured")
-    if report.count("screened"):
-        out.print(f"{report.count('screened')} pipelines not measured: at least --screen times the fastest at the "
-                  "nearest measured shapes (stored as screened; --screen 0 measures them)", soft_wrap=True)
     if report.kept_failed:
         out.print(f"{report.kept_failed} pipelines that failed or were inaccurate before were not measured again; "
                   "rerun with --retry-failed to measure them", soft_wrap=True)

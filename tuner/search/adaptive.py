@@ -74,8 +74,7 @@ def doubt(p: AttentionProblem, model: FittedModel) -> tuple[bool, bool, float, f
 def allocate(sizes: dict[tuple, int], total: int) -> dict[tuple, int]:
     """`total` points over families of these sizes, in proportion to sqrt(size), none over its size
     and each at least one: what a capped family cannot take goes to the others. The largest families
-    are served first, equal ones in `sizes`' order: a list, not a set, whose order would follow the
-    interpreter's hash seed and give the rounding's last points to other families on each run."""
+    are served first, equal ones in `sizes`' order, so that every run splits the budget the same way."""
     share = {f: 0 for f in sizes}
     left, open_ = total, sorted((f for f, n in sizes.items() if n > 0), key=lambda f: -sizes[f])
     while left > 0 and open_:
@@ -160,6 +159,8 @@ def adaptive_sweep(grid: list[AttentionProblem], measure: Callable[[list[Attenti
         coarse[fam] = [p for p in farthest_first(pts, max(1, budgets[fam] // 2) if budgets[fam] else 0)
                        if p not in chosen[fam]]
     cut = {fam: max(FIRST_COARSE_MIN, math.ceil(FIRST_COARSE * len(pts))) for fam, pts in coarse.items()}
+    if held.by_cell and any(coarse.values()):
+        fit(held)                   # resumed: the screen reads what the store holds from the first point
     for first in (True, False):     # a first share of every family's coarse points, a fit, then the rest
         if not first and any(len(pts) > cut[fam] for fam, pts in coarse.items()):
             fit(measured())         # read by the caller's screen (tuner/search/screen.py), not here

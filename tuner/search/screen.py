@@ -35,42 +35,54 @@ class ScreenConfig:
     def __post_init__(self) -> None:
         if not self.slower > 1:
             raise ValueError(f"screen factor {self.slower} must be above 1 (2: a pipeline 2x slower than the fastest "
-                             "at the nearest measured shapes is not measured); use 0 to measure every pipeline")
+                             "at the nearest measured shapes is not measured); to screen nothing, pass no screen "
+                             "(--screen 0)")
         if self.neighbours < 1:
             raise ValueError(f"screen neighbours {self.neighbours} must be at least 1")
 
-    def reasons(self, p: AttentionProblem, pipes: list[Pipeline], model: FittedModel) -> dict[str, str]:
+    def reasons(self, p: AttentionProblem, pipes: list[Pipeline], model: FittedModel,
+                screened: dict[tuple[AttentionProblem, str], float] | None = None) -> dict[str, str]:
         """The pipelines of `pipes` not worth measuring at p, with why; {} where p's family has fewer
-        measured shapes than `neighbours` (other than p's own)."""
+        measured shapes than `neighbours` (other than p's own). `screened`: (cell, pipeline) -> ratio of
+        those this search left out, which count as that far behind there (else a cell where a pipeline was
+        screened would have it measured at every point near it)."""
         near = [c for c in model.neighbours(p.cell()) if c != p.cell()][: self.neighbours]
         if len(near) < self.neighbours:
             return {}
         fastest = {c: min(t.median_us for t in model.table.by_cell[c].values()) for c in near}
+        left_out = screened or {}
         out = {}
         for pipe in pipes:
-            got = [model.table.by_cell[c].get(pipe.id) for c in near]
-            if any(t is None for t in got):
-                continue
-            least = min(t.median_us / fastest[c] for t, c in zip(got, near) if t is not None)
+            ratios = [t.median_us / fastest[c] if (t := model.table.by_cell[c].get(pipe.id)) is not None
+                      else left_out.get((c, pipe.id)) for c in near]
+            if any(r is None for r in ratios):
+                continue            # failed or not measured at one: no evidence of its speed there
+            least = min(r for r in ratios if r is not None)
             if least >= self.slower:
+                nearest = near[0]
                 out[pipe.id] = (f"screened: {least:.1f}x the fastest or slower at the {len(near)} nearest measured "
-                                f"shapes (the nearest: batch {near[0].batch_size}, q_len {near[0].q_len}, kv_len "
-                                f"{near[0].kv_len}); not measured by the adaptive search (--screen 0 measures it)")
+                                f"(or screened) shapes (the nearest: batch {nearest.batch_size}, q_len "
+                                f"{nearest.q_len}, kv_len {nearest.kv_len}); not measured by the adaptive search "
+                                "(--screen 0 measures it)")
         return out
 
 
 def screen_for(config: ScreenConfig, model: Callable[[], FittedModel | None], device: DeviceInfo,
                registry: dict[str, KernelSpec]) -> Screen:
     """A sweep's screen on the latest fitted model (`model()`; None before the first fit: nothing
-    screened), sparing every rule's pick."""
+    screened), sparing every rule's pick, and remembering what it left out (ScreenConfig.reasons)."""
+    screened: dict[tuple[AttentionProblem, str], float] = {}
+
     def screen(p: AttentionProblem, pipes: list[Pipeline]) -> dict[str, str]:
         fitted = model()
         if fitted is None:
             return {}
-        out = config.reasons(p, pipes, fitted)
+        out = config.reasons(p, pipes, fitted, screened)
         for rule in RULES:
             pick, _ = rule_pick(rule, p, device, registry, pipes)
             if pick is not None:
                 out.pop(pick.id, None)
+        for pid in out:
+            screened[(p.cell(), pid)] = config.slower
         return out
     return screen
