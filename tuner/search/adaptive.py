@@ -29,8 +29,8 @@ from dispatcher.table import Table, rank
 NEIGHBOURS = 4        # measured neighbours whose winners are compared
 STEP = 4              # points measured between refits
 # a family's coarse points measured before the first fit (the farthest-first ones, at least 4): the rest is
-# measured after it, so that the search's screen can leave out pipelines far behind there too (0.3:
-# 25-40% more screened than after the coarse phase, the same decisions: benchmarks/results/screen/)
+# measured after it, so that the search's screen can leave out pipelines far behind there too
+# (benchmarks/results/screen/)
 FIRST_COARSE, FIRST_COARSE_MIN = 0.3, 4
 
 
