@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from dispatcher.device import describe
 from dispatcher.pipeline import Pipeline, candidates
 from dispatcher.predictor import Predictor
 from dispatcher.registry import load_registry
@@ -106,7 +107,7 @@ def test_on_the_h200_grid_torch_sdpa_is_screened_and_no_rule_pick_is():
     kinds, spared = set(), 0
     for c in held:
         pipes = candidates(registry, c, dev)
-        why = screen(c, pipes)
+        why = screen(c, pipes, {pp.id for pp in pipes})
         kinds |= {pid.split("[")[0] for pid in why}
         picks = {pick.id for r in RULES if (pick := rule_pick(r, c, dev, registry, pipes)[0]) is not None}
         assert not picks & set(why)
@@ -123,8 +124,8 @@ def test_a_screened_pipeline_is_stored_with_why_and_measured_by_a_later_grid_swe
     math_sdpa = {pp.id for pp in candidates(load_registry(), probs[0], cpu) if "math" in pp.id}
     assert math_sdpa
 
-    def screen(p, pipes):
-        return {pp.id: "screened: a test's reason" for pp in pipes if pp.id in math_sdpa}
+    def screen(p, pipes, fresh):
+        return {pp.id: "screened: a test's reason" for pp in pipes if pp.id in math_sdpa & fresh}
     s = Store(db_path)
     first = run_sweep(probs, cpu, s, timer, screen=screen)
     resumed = run_sweep(probs, cpu, s, timer, screen=screen)
@@ -152,26 +153,46 @@ def test_a_failed_pipeline_is_measured_again_with_retry_failed_not_screened_over
     run_sweep([p], cpu, s, timer, SweepOptions(max_relerr=1e-9))     # every pipeline over budget: inaccurate
     every = {pp.id for pp in candidates(load_registry(), p, cpu)}
     again = run_sweep([p], cpu, s, timer, SweepOptions(retry_failed=True),
-                      screen=lambda q, pipes: {pp.id: "screened: a test's reason" for pp in pipes})
+                      screen=lambda q, pipes, fresh: {pid: "screened: a test's reason" for pid in fresh})
     s.close()
     assert again.count("screened") == 0 and again.count("ok") == len(every)
 
 
-def test_an_imported_screened_row_never_replaces_a_measurement(db_path, cpu, tmp_path):
+def test_a_measurement_and_a_screened_row_meet_in_an_import_the_measurement_stays(tmp_path, cpu):
+    from tuner.ray_sweep import measured_keys
     from tuner.transfer import export_jsonl, import_jsonl
     timer = WallTimer(TimingConfig(rounds=3, round_s=0.001))
     p = small()
     math_sdpa = {pp.id for pp in candidates(load_registry(), p, cpu) if "math" in pp.id}
-    adaptive_db, f = tmp_path / "adaptive.db", tmp_path / "adaptive.jsonl"
-    s = Store(adaptive_db)
-    run_sweep([p], cpu, s, timer, screen=lambda q, pipes: {pp.id: "screened: a test's reason" for pp in pipes
-                                                           if pp.id in math_sdpa})
-    s.close()
-    s = Store(db_path)
-    run_sweep([p], cpu, s, timer)                       # measured everything, earlier than the export below
-    s.close()
-    export_jsonl(adaptive_db, f)
-    got = import_jsonl(db_path, f, keep_newer=False)
-    assert got["kept_measured"] == len(math_sdpa)
-    conn = sqlite3.connect(db_path)
-    assert conn.execute("select count(*) from measurements where status = 'screened'").fetchone() == (0,)
+    grid_db, adaptive_db = tmp_path / "grid.db", tmp_path / "adaptive.db"
+    for db, screen in ((grid_db, None), (adaptive_db, lambda q, pipes, fresh: {
+            pid: "screened: a test's reason" for pid in fresh & math_sdpa})):   # the adaptive one is newer
+        s = Store(db)
+        run_sweep([p], cpu, s, timer, screen=screen)
+        s.close()
+    assert measured_keys(adaptive_db) == {} and len(measured_keys(grid_db)) == 1    # --ray measures it again
+
+    def screened_rows(db):
+        return sqlite3.connect(db).execute("select count(*) from measurements where status = 'screened'").fetchone()
+    into_grid, into_adaptive = tmp_path / "a.jsonl", tmp_path / "g.jsonl"
+    export_jsonl(adaptive_db, into_grid)
+    export_jsonl(grid_db, into_adaptive)
+    assert import_jsonl(grid_db, into_grid, keep_newer=False)["kept_measured"] == len(math_sdpa)
+    assert screened_rows(grid_db) == (0,)
+    got = import_jsonl(adaptive_db, into_adaptive)          # the stored screened rows are newer: replaced anyway
+    assert got["replaced"] >= len(math_sdpa) and screened_rows(adaptive_db) == (0,)
+
+
+def test_the_screen_counts_what_it_left_out_as_that_far_behind():
+    p = small(batch_size=6, kv_len=2048)
+    full = Predictor().fit(family(4.0), None)
+    nearest = full.neighbours(p)[0]
+    table = family(4.0)
+    del table.by_cell[nearest][SLOW.id]                  # not measured at p's nearest shape
+    model = Predictor().fit(table, None)
+    screen = screen_for(ScreenConfig(), lambda: model, describe("cpu"), load_registry())
+    pipes = [FAST, SLOW]                # on the CPU every rule picks the first SDPA pipeline: FAST, spared
+    assert screen(p, pipes, {SLOW.id}) == {}                     # no evidence there
+    assert set(screen(nearest, pipes, {SLOW.id})) == {SLOW.id}   # screened there from its own neighbours
+    assert set(screen(p, pipes, {SLOW.id})) == {SLOW.id}         # now counted 2x behind there
+    assert screen(p, pipes, set()) == {}                          # only pipelines it may leave out

@@ -233,9 +233,9 @@ def _adaptive(probs, dev, store, db, timer, opts, registry, on_problem, budget, 
     finally:
         note_retries(report, getattr(measurer, "fresh_retries", 0))
         if report.count("screened"):
-            report.notes.append(f"{report.count('screened')} pipelines not measured: at least {opts.screen:g}x the "
-                                "fastest at the 4 nearest measured shapes (stored as screened; --screen 0 measures "
-                                "them)")
+            report.notes.append(f"{report.count('screened')} pipelines not measured: at least {opts.screen:g}x "
+                                "the fastest at the 4 nearest measured (or screened) shapes (stored as screened; "
+                                "--screen 0 measures them)")
         if measurer is not None:
             measurer.close()
     return report

@@ -2,7 +2,8 @@
 them: no scheduler of our own). Each task sweeps its shard on its worker into a SQLite file of its
 own and returns the measurements as JSON lines (tuner/transfer.py); the caller merges each shard
 into its database as soon as that task finishes, by environment. A shard lost with its worker loses
-only that shard; rerunning measures only what the caller's database still lacks.
+only that shard; rerunning measures only the problems the caller's database still lacks (a problem an
+adaptive search screened pipelines out of is measured whole: a shard starts from an empty database).
 
 Switchyard must be installed on every Ray node (pip install -e '.[cuda,ray]')."""
 from __future__ import annotations

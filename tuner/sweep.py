@@ -143,7 +143,7 @@ def sweep_one(ctx: SweepContext, p: AttentionProblem, pipes: list[Pipeline]) -> 
     # the screen sees every pipeline (the rules' picks among them are spared) and skips only ones never stored:
     # one that failed is measured again with --retry-failed, not screened over
     fresh = {pp.id for pp in todo if pp.id not in stored}
-    skip = {pid: why for pid, why in ctx.screen(p, pipes).items() if pid in fresh} if ctx.screen and fresh else {}
+    skip = ctx.screen(p, pipes, fresh) if ctx.screen and fresh else {}
     todo = [pp for pp in todo if pp.id not in skip]
     search = ([pp for pp in tunable(pipes, ctx.registry, ctx.device) if not ctx.store.tuned(ctx.env_id, p, pp.id)]
               if ctx.opts.tactics == "optuna" else [])

@@ -62,8 +62,9 @@ def export_jsonl(db, out: Path, device: str | None = None) -> int:
 
 def import_jsonl(db, src: Path, keep_newer: bool = True) -> dict:
     """Merge measurements into `db`: environments matched by key; a (problem, pipeline) already present is
-    replaced by the imported one unless the stored one is newer (`keep_newer`) or the imported one was screened
-    out by an adaptive search and the stored one not (a measurement). Every line is checked before anything is
+    replaced by the imported one unless the stored one is newer (`keep_newer`); a measurement always replaces a
+    screened row (one an adaptive search left out) and is never replaced by one, whatever the dates. Every line
+    is checked before anything is
     written, and the rows and recomputed winners go in one transaction: a bad file changes nothing."""
     items = read_export(src)
     s = Store(db)
@@ -76,11 +77,10 @@ def import_jsonl(db, src: Path, keep_newer: bool = True) -> dict:
                 stored = s.db.execute("select created_at, status from measurements where env_id = ? and "
                                       "problem_key = ? and pipeline = ?",
                                       [env_id, m["problem_key"], m["pipeline"]]).fetchone()
-                if stored and m["status"] == "screened" and stored[1] != "screened":
-                    over_screened += 1      # a screened row (not measured) never replaces a measurement
-                    continue
-                if keep_newer and stored and stored[0] and m.get("created_at") and stored[0] > m["created_at"]:
-                    kept += 1
+                why = _kept(stored, m, keep_newer)
+                if why:
+                    kept += why == "newer"
+                    over_screened += why == "measured"
                     continue
                 s.db["measurements"].insert({**m, "env_id": env_id}, replace=True)
                 new += stored is None
@@ -92,6 +92,20 @@ def import_jsonl(db, src: Path, keep_newer: bool = True) -> dict:
                 "replaced": len(items) - kept - over_screened - new}
     finally:
         s.close()
+
+
+def _kept(stored: tuple | None, m: dict, keep_newer: bool) -> str | None:
+    """Why the stored row (created_at, status) stays instead of the imported `m`: "measured" (the file's row
+    was screened out, the stored one measured), "newer" (keep_newer), or None: import it. A measurement
+    always replaces a screened row, whatever the dates."""
+    if stored is None:
+        return None
+    if m["status"] == "screened" and stored[1] != "screened":
+        return "measured"
+    if stored[1] == "screened" and m["status"] != "screened":
+        return None
+    newer = keep_newer and stored[0] and m.get("created_at") and stored[0] > m["created_at"]
+    return "newer" if newer else None
 
 
 def read_export(src: Path) -> list[tuple[dict, dict]]:

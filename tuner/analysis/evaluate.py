@@ -156,12 +156,13 @@ def evaluate_adaptive(db=None, device: str | None = None, fraction: float = 1 / 
     train = Table()
     latest: list[FittedModel] = []
     screened = screen_for(ScreenConfig(screen), lambda: latest[-1] if latest else None, dev, load_registry()) \
-        if screen else (lambda p, pipes: {})
+        if screen else (lambda p, pipes, fresh: {})
     out = {"screened": 0, "revealed": 0, "screened_closest": None}
 
     def reveal(ps):
         for c in ps:
-            skip = screened(c, [t.pipeline for t in full.timings(c)])
+            pipes = [t.pipeline for t in full.timings(c)]
+            skip = screened(c, pipes, {pipe.id for pipe in pipes})
             best = min((t.median_us for t in full.timings(c)), default=None)
             for t in full.timings(c):
                 out["revealed"] += 1

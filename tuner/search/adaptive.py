@@ -159,7 +159,7 @@ def adaptive_sweep(grid: list[AttentionProblem], measure: Callable[[list[Attenti
         coarse[fam] = [p for p in farthest_first(pts, max(1, budgets[fam] // 2) if budgets[fam] else 0)
                        if p not in chosen[fam]]
     cut = {fam: max(FIRST_COARSE_MIN, math.ceil(FIRST_COARSE * len(pts))) for fam, pts in coarse.items()}
-    if held.by_cell and any(coarse.values()):
+    if any(held.by_family.get(fam) for fam in families) and any(coarse.values()):
         fit(held)                   # resumed: the screen reads what the store holds from the first point
     for first in (True, False):     # a first share of every family's coarse points, a fit, then the rest
         if not first and any(len(pts) > cut[fam] for fam, pts in coarse.items()):

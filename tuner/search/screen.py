@@ -19,7 +19,8 @@ from dispatcher.problem import AttentionProblem
 from dispatcher.registry import KernelSpec
 from dispatcher.rules import RULES, rule_pick
 
-Screen = Callable[[AttentionProblem, list[Pipeline]], dict[str, str]]   # pipeline id -> why it is not measured
+# (problem, its pipelines, the ids it may leave out: never stored) -> {pipeline id: why it is not measured}
+Screen = Callable[[AttentionProblem, list[Pipeline], set[str]], dict[str, str]]
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class ScreenConfig:
     each of the `neighbours` nearest measured shapes of the point's family (measured there, not failed:
     a failure says nothing about speed). Picked on the shipped H200 grid, reported on other grids
     (benchmarks/results/screen/): from 1.5x to 3x the held-out regret stayed within 0.0002 of nothing
-    screened; at 2x nothing screened was within 1.2x of the fastest where it was left out."""
+    screened; at 2x, on that grid, nothing screened was within 1.2x of the fastest where it was left out."""
     slower: float = 2.0
     neighbours: int = 4
 
@@ -70,14 +71,15 @@ class ScreenConfig:
 def screen_for(config: ScreenConfig, model: Callable[[], FittedModel | None], device: DeviceInfo,
                registry: dict[str, KernelSpec]) -> Screen:
     """A sweep's screen on the latest fitted model (`model()`; None before the first fit: nothing
-    screened), sparing every rule's pick, and remembering what it left out (ScreenConfig.reasons)."""
+    screened), sparing every rule's pick (among all `pipes`), and remembering what it left out
+    (ScreenConfig.reasons). Only this process's: a resumed search starts with no memory."""
     screened: dict[tuple[AttentionProblem, str], float] = {}
 
-    def screen(p: AttentionProblem, pipes: list[Pipeline]) -> dict[str, str]:
+    def screen(p: AttentionProblem, pipes: list[Pipeline], fresh: set[str]) -> dict[str, str]:
         fitted = model()
         if fitted is None:
             return {}
-        out = config.reasons(p, pipes, fitted, screened)
+        out = config.reasons(p, [pipe for pipe in pipes if pipe.id in fresh], fitted, screened)
         for rule in RULES:
             pick, _ = rule_pick(rule, p, device, registry, pipes)
             if pick is not None:
