@@ -196,3 +196,13 @@ def test_the_screen_counts_what_it_left_out_as_that_far_behind():
     assert set(screen(nearest, pipes, {SLOW.id})) == {SLOW.id}   # screened there from its own neighbours
     assert set(screen(p, pipes, {SLOW.id})) == {SLOW.id}         # now counted 2x behind there
     assert screen(p, pipes, set()) == {}                          # only pipelines it may leave out
+
+
+@pytest.mark.skipif(not SHIPPED.exists(), reason="the shipped heuristics.db")
+def test_the_replay_says_what_the_screen_left_out_by_kernel():
+    from tuner.analysis.evaluate import evaluate_adaptive
+    r = evaluate_adaptive(SHIPPED, "NVIDIA H200", 1 / 3, screen=2)
+    by_kernel = r["screened_by_kernel"]
+    assert r["screened"] == sum(by_kernel.values()) > r["revealed"] / 5         # 29% in run.txt
+    assert max(by_kernel, key=by_kernel.get) == "torch-sdpa"
+    assert r["screened_closest"] > 1.2       # nothing it left out was close to winning where it did

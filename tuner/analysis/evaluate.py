@@ -157,7 +157,7 @@ def evaluate_adaptive(db=None, device: str | None = None, fraction: float = 1 / 
     latest: list[FittedModel] = []
     screened = screen_for(ScreenConfig(screen), lambda: latest[-1] if latest else None, dev, load_registry()) \
         if screen else (lambda p, pipes, fresh: {})
-    out = {"screened": 0, "revealed": 0, "screened_closest": None}
+    out: dict = {"screened": 0, "revealed": 0, "screened_closest": None, "screened_by_kernel": {}}
 
     def reveal(ps):
         for c in ps:
@@ -170,6 +170,8 @@ def evaluate_adaptive(db=None, device: str | None = None, fraction: float = 1 / 
                     train.add(c, t)
                     continue
                 out["screened"] += 1      # how close a screened pipeline came to the cell's fastest
+                kernels = out["screened_by_kernel"]
+                kernels[t.pipeline.kernel] = kernels.get(t.pipeline.kernel, 0) + 1
                 out["screened_closest"] = min(out["screened_closest"] or math.inf, t.median_us / best)
 
     def fit(t):
