@@ -20,6 +20,9 @@ print(f"{sys.argv[1]:16} {sys.argv[2]:>6} {r['device']:22} {r['measured']:>5}/{r
       f"{r['screened']:>5}/{r['revealed']:<5} {r['screened'] / r['revealed']:6.1%} "
       f"{'-' if close is None else f'{close:.2f}':>7} {o['regret_geomean']:.5f} {o['regret_max']:7.3f} "
       f"{o['configs_within_target']:>3}/{o['configs']}")
+if r["screened"]:
+    print("    screened by kernel: " + ", ".join(f"{k} {n}" for k, n in sorted(r["screened_by_kernel"].items(),
+                                                                         key=lambda kn: -kn[1])))
 PY
 }
 echo "database          screen device                 picked/cells screened/revealed    closest   regret gm     max  <=1.02"
