@@ -210,17 +210,11 @@ def _adaptive(probs, dev, store, db, timer, opts, registry, on_problem, budget, 
     from dispatcher.predictor import Predictor
 
     from .search.adaptive import adaptive_sweep
-    from .search.screen import ScreenConfig, screen_for
+    from .search.screen import screened_fits
     from .sweep import SweepReport, isolated, note_retries, run_sweep
     report = SweepReport(store.environment(dev, timer.mode))
     measurer = isolated(dev, timer.mode, opts) if opts.isolate else None
-    latest: list = []          # the last fit (a FittedModel): the screen reads its measured neighbours
-    screen = screen_for(ScreenConfig(opts.screen), lambda: latest[-1] if latest else None, dev, registry) \
-        if opts.screen else None
-
-    def fit(table):
-        latest[:] = [Predictor().fit(table, dev, remember=True)]
-        return latest[0]
+    fit, screen = screened_fits(lambda t: Predictor().fit(t, dev, remember=True), opts.screen, dev, registry)
 
     def measure(ps):   # adaptive_sweep asks stopped() after each batch, so none follows a stop
         part = run_sweep(ps, dev, store, timer, opts, registry, on_problem, measurer, screen)

@@ -7,7 +7,7 @@ from typing import Literal
 
 from dispatcher.rules import DEFAULT_RULE
 
-from .search.screen import ScreenConfig
+from .search.screen import ScreenConfig, checked_screen
 
 TacticMode = Literal["grid", "default", "optuna"]
 TACTIC_MODES: tuple[TacticMode, ...] = ("grid", "default", "optuna")
@@ -33,9 +33,7 @@ class SweepOptions:
             raise ValueError(f"tactics {self.tactics!r} is not one of {', '.join(TACTIC_MODES)}")
         if self.trials < 1:
             raise ValueError(f"trials {self.trials} must be at least 1")
-        if self.screen and not self.screen > 1:
-            raise ValueError(f"screen {self.screen} must be above 1 (2: a pipeline 2x the fastest at the nearest "
-                             "measured shapes is not measured), or 0 to measure every pipeline")
+        checked_screen(self.screen, "screen")
 
     @property
     def all_tactics(self) -> bool:

@@ -34,10 +34,12 @@ STATUSES = ("ok", "inaccurate", "failed", "unsupported", "screened")
 RETRIED = ("failed", "inaccurate")     # what --retry-failed measures again
 
 
-def kept(statuses: dict[str, str], retry_failed: bool) -> set[str]:
+def kept(statuses: dict[str, str], retry_failed: bool, screening: bool = False) -> set[str]:
     """The stored pipelines a rerun does not measure again (inaccurate too: a rerun with another --max-relerr,
-    or a fixed kernel, must be able to check them again)."""
-    return {pid for pid, status in statuses.items() if not retry_failed or status not in RETRIED}
+    or a fixed kernel, must be able to check them again). Screened ones only where the rerun screens too
+    (an adaptive search): any other sweep measures them."""
+    return {pid for pid, status in statuses.items()
+            if (not retry_failed or status not in RETRIED) and (screening or status != "screened")}
 
 
 def now() -> str:
@@ -155,9 +157,7 @@ class Store:
 
     # -- measurements ----------------------------------------------------------------
     def measured_pipelines(self, env_id: int, problem: AttentionProblem, retry_failed: bool = False) -> set[str]:
-        """What a grid sweep does not measure again: not what an adaptive search screened out."""
-        statuses = self.statuses(env_id, problem)
-        return kept(statuses, retry_failed) - {pid for pid, s in statuses.items() if s == "screened"}
+        return kept(self.statuses(env_id, problem), retry_failed)
 
     def statuses(self, env_id: int, problem: AttentionProblem) -> dict[str, str]:
         """Each stored pipeline's status for this problem."""

@@ -138,7 +138,7 @@ def isolated(device: DeviceInfo, mode: str, opts: SweepOptions) -> Measurer:
 def sweep_one(ctx: SweepContext, p: AttentionProblem, pipes: list[Pipeline]) -> None:
     """One problem: what is not yet measured, a tactic search where asked, then the store."""
     stored = ctx.store.statuses(ctx.env_id, p)
-    done = kept(stored, ctx.opts.retry_failed) - (set() if ctx.screen else screened(stored))
+    done = kept(stored, ctx.opts.retry_failed, screening=ctx.screen is not None)
     todo = [pp for pp in pipes if pp.id not in done]
     # the screen sees every pipeline (the rules' picks among them are spared) and skips only ones never stored:
     # one that failed is measured again with --retry-failed, not screened over
@@ -166,11 +166,6 @@ def sweep_one(ctx: SweepContext, p: AttentionProblem, pipes: list[Pipeline]) -> 
     ctx.report.outcomes.append(outcome)
     if ctx.on_problem:
         ctx.on_problem(outcome)
-
-
-def screened(statuses: dict[str, str]) -> set[str]:
-    """The pipelines an adaptive search screened out at a problem (tuner/search/screen.py)."""
-    return {pid for pid, status in statuses.items() if status == "screened"}
 
 
 def tunable(pipes: list[Pipeline], registry: dict[str, KernelSpec], device: DeviceInfo) -> list[Pipeline]:

@@ -64,8 +64,8 @@ def import_jsonl(db, src: Path, keep_newer: bool = True) -> dict:
     """Merge measurements into `db`: environments matched by key; a (problem, pipeline) already present is
     replaced by the imported one unless the stored one is newer (`keep_newer`); a measurement always replaces a
     screened row (one an adaptive search left out) and is never replaced by one, whatever the dates. Every line
-    is checked before anything is
-    written, and the rows and recomputed winners go in one transaction: a bad file changes nothing."""
+    is checked before anything is written, and the rows and recomputed winners go in one transaction: a bad
+    file changes nothing."""
     items = read_export(src)
     s = Store(db)
     touched: dict[int, set] = {}

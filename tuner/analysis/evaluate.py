@@ -12,7 +12,7 @@ from dispatcher.device import DeviceInfo
 from dispatcher.dispatch import Dispatcher, default_timing_mode, device_of, read_rows, read_table
 from dispatcher.pipeline import candidates
 from dispatcher.policy import max_relerr
-from dispatcher.predictor import FittedModel, Predictor, PredictorConfig
+from dispatcher.predictor import Predictor, PredictorConfig
 from dispatcher.registry import load_registry
 from dispatcher.rules import RULES, rule_pick
 from dispatcher.table import Table, Timing, measured_problems, noise_us, rank
@@ -150,21 +150,21 @@ def evaluate_adaptive(db=None, device: str | None = None, fraction: float = 1 / 
     would not measure them: tuner/search/screen.py; 0: none), the model fits on those, and it is
     scored on every cell it did not pick. A uniform random sample of the same size is scored beside it."""
     from ..search.adaptive import adaptive_sweep
-    from ..search.screen import screen_for
+    from ..search.screen import screened_fits
     full, dev = load_table(db, device)
     cells = _cells(full, dev, db)
     train = Table()
-    latest: list[FittedModel] = []
-    screened = screen_for(ScreenConfig(screen), lambda: latest[-1] if latest else None, dev, load_registry()) \
-        if screen else (lambda p, pipes, fresh: {})
+    predictor = Predictor(config)
+    fit, screen_of = screened_fits(lambda t: predictor.fit(t, dev, remember=True), screen, dev, load_registry())
     out: dict = {"screened": 0, "revealed": 0, "screened_closest": None, "screened_by_kernel": {}}
 
     def reveal(ps):
         for c in ps:
-            pipes = [t.pipeline for t in full.timings(c)]
-            skip = screened(c, pipes, {pipe.id for pipe in pipes})
-            best = min((t.median_us for t in full.timings(c)), default=None)
-            for t in full.timings(c):
+            timings = full.timings(c)
+            ids = {t.pipeline.id for t in timings}
+            skip = screen_of(c, [t.pipeline for t in timings], ids) if screen_of and timings else {}
+            best = min((t.median_us for t in timings), default=None)
+            for t in timings:
                 out["revealed"] += 1
                 if t.pipeline.id not in skip:
                     train.add(c, t)
@@ -173,11 +173,6 @@ def evaluate_adaptive(db=None, device: str | None = None, fraction: float = 1 / 
                 kernels = out["screened_by_kernel"]
                 kernels[t.pipeline.kernel] = kernels.get(t.pipeline.kernel, 0) + 1
                 out["screened_closest"] = min(out["screened_closest"] or math.inf, t.median_us / best)
-
-    def fit(t):
-        latest[:] = [predictor.fit(t, dev, remember=True)]
-        return latest[0]
-    predictor = Predictor(config)
     # a copy per fit, as the sweep reads its store: the model sees what was measured before its fit
     picked = adaptive_sweep(cells, reveal, lambda: train.subset(train.by_cell), fraction, fit=fit)
     held = set(cells) - set(picked)

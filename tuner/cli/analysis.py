@@ -53,10 +53,11 @@ def evaluate(db: Db = None, device: AnalysedDev = None,
         raise ValueError(f"--holdout {holdout} is out of range; use a fraction between 0 and 1, e.g. 0.2")
     if sum(x is not None and x is not False for x in (offgrid, between or None, train, adaptive)) > 1:
         raise ValueError("give one of --offgrid, --between, --train, --adaptive")
-    if screen and not 1 < screen < float("inf"):
-        raise ValueError(f"--screen {screen} is out of range; give a factor above 1, or 0 for no screen")
     if screen is not None and adaptive is None:
         raise ValueError("--screen replays the adaptive search's screen; give --adaptive too")
+    if screen is not None:
+        from ..search.screen import checked_screen
+        checked_screen(screen, "--screen")
     if measured_on is not None and offgrid is None:
         raise ValueError("--measured-on names the device whose times score an --offgrid set; give --offgrid too")
     require_db(db)

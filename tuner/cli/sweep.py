@@ -27,7 +27,7 @@ from .. import library
 from ..clock import time_left
 from ..options import SweepOptions
 from ..problem_files import read_problems
-from ..search.screen import ScreenConfig
+from ..search.screen import ScreenConfig, checked_screen
 from ..timing.base import MODES
 from .app import Db, LocalDev, app, csv, err, friendly, given_flags, out, written_db
 
@@ -102,9 +102,7 @@ def sweep(
         raise typer.BadParameter(f"--search {search!r} is not grid or adaptive")
     if not 0 < budget <= 1:
         raise typer.BadParameter(f"--budget {budget} is out of range; use a fraction in (0, 1], e.g. 0.33")
-    if screen and not 1 < screen < float("inf"):
-        raise typer.BadParameter(f"--screen {screen} is out of range; give a factor above 1 (2: pipelines 2x slower "
-                                 "than the fastest nearby are not measured) or 0 to measure every pipeline")
+    checked_screen(screen, "--screen")
     if (devices or ray) and search != "grid":
         raise typer.BadParameter("--devices and --ray sweep the grid; drop --search adaptive (or run it on one device)")
     if devices and ray:

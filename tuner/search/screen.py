@@ -18,6 +18,7 @@ from dispatcher.predictor import FittedModel
 from dispatcher.problem import AttentionProblem
 from dispatcher.registry import KernelSpec
 from dispatcher.rules import RULES, rule_pick
+from dispatcher.table import Table
 
 # (problem, its pipelines, the ids it may leave out: never stored) -> {pipeline id: why it is not measured}
 Screen = Callable[[AttentionProblem, list[Pipeline], set[str]], dict[str, str]]
@@ -66,6 +67,29 @@ class ScreenConfig:
                                 f"{nearest.q_len}, kv_len {nearest.kv_len}); not measured by the adaptive search "
                                 "(--screen 0 measures it)")
         return out
+
+
+def checked_screen(factor: float, where: str) -> float:
+    """A screen factor as given (--screen, SweepOptions.screen), or ValueError naming where: above 1, or 0
+    for no screen."""
+    if factor and not 1 < factor < float("inf"):
+        raise ValueError(f"{where} {factor} is out of range; give a factor above 1 (2: a pipeline 2x slower than "
+                         "the fastest at the nearest measured shapes is not measured) or 0 to measure every pipeline")
+    return factor
+
+
+def screened_fits(fit: Callable[[Table], FittedModel], factor: float, device: DeviceInfo,
+                  registry: dict[str, KernelSpec]) -> tuple[Callable[[Table], FittedModel], Screen | None]:
+    """The adaptive search's fit and the screen that reads its latest model (None for factor 0), as the
+    sweep (tuner/library.py) and its replay (tuner evaluate --adaptive) both use them."""
+    if not factor:
+        return fit, None
+    latest: list[FittedModel] = []
+
+    def fitted(table: Table) -> FittedModel:
+        latest[:] = [fit(table)]
+        return latest[0]
+    return fitted, screen_for(ScreenConfig(factor), lambda: latest[-1] if latest else None, device, registry)
 
 
 def screen_for(config: ScreenConfig, model: Callable[[], FittedModel | None], device: DeviceInfo,
