@@ -92,6 +92,7 @@ class KernelSpec:
     graph_split_ctas_per_sm: int = 0   # a fixed split's CUDA-graph plan holds this many CTAs per SM (0: no limit)
     tactics: tuple[tuple[str, Knobs], ...] = ()  # per device kind
     tune: tuple[tuple[str, Knobs], ...] = ()     # per device kind, for Optuna
+    maskless: tuple[tuple[str, Knobs], ...] = ()  # per device kind: tactic values that take no attention mask
     notes: str = ""
 
     def tactic_space(self, device_kind: str) -> dict[str, tuple[Any, ...]]:
@@ -130,8 +131,15 @@ def _spec(entry: dict[str, Any], source: str) -> KernelSpec:
         if len(parts) != 3 or any(p not in DTYPES for p in parts):
             raise RegistryError(f"{where}: combo {text!r} is not 'q/kv/out' with dtypes from {', '.join(DTYPES)}")
         combos.append(Combo(*parts))
-    tactics, tune = (tuple((kind, tuple((k, tuple(v)) for k, v in knobs.items()))
-                           for kind, knobs in entry.get(field, {}).items()) for field in ("tactics", "tune"))
+    tactics, tune, maskless = (tuple((kind, tuple((k, tuple(v)) for k, v in knobs.items()))
+                                     for kind, knobs in entry.get(field, {}).items())
+                               for field in ("tactics", "tune", "maskless"))
+    for kind, knobs in maskless:
+        space = dict(dict(tactics).get(kind, ()))
+        for k, values in knobs:
+            if bad := [v for v in values if v not in space.get(k, ())]:
+                raise RegistryError(f"{where}: maskless.{kind}.{k} names {bad[0]!r}, not one of tactics.{kind}.{k} "
+                                    f"{list(space.get(k, ()))}")
     for kind, knobs in tune:
         default = dict(dict(tactics).get(kind, ()))
         for k, values in knobs:
@@ -151,7 +159,7 @@ def _spec(entry: dict[str, Any], source: str) -> KernelSpec:
         window=entry.get("window", False), sinks=entry.get("sinks", False),
         noncausal=entry.get("noncausal", True), ragged=entry.get("ragged", "total"), split_kv=split_kv,
         graph_split_ctas_per_sm=entry.get("graph_split_ctas_per_sm", 0),
-        tactics=tactics, tune=tune,
+        tactics=tactics, tune=tune, maskless=maskless,
         notes=entry.get("notes", "").strip(),
     )
 
@@ -243,9 +251,24 @@ def ineligibility_reasons(spec: KernelSpec, problem: AttentionProblem, device: D
 PLAN_MARGIN = 0.95   # a mixed batch whose lengths are not given: its chunk count is estimated, so keep clear
 
 
+def mask_reasons(spec: KernelSpec, tactic: dict[str, Any], problem: AttentionProblem,
+                 device: DeviceInfo) -> list[str]:
+    """Why `spec` with `tactic` cannot serve `problem` on `device` for want of an attention mask (kernels.toml's
+    `maskless`): a sliding window, causal prefill (new tokens after their own prefix) or a mixed-length batch
+    needs one. Certain, unlike a plan limit: the sweep stores the pipeline as unsupported without running it."""
+    p = problem
+    if not (p.window_left >= 0 or (p.causal and p.q_len > 1) or p.max_kv_len != p.kv_len):
+        return []
+    return [f"{spec.id} {k}={tactic[k]} on {device.kind} takes no attention mask; this problem needs one (causal "
+            "prefill, a sliding window or requests of mixed lengths): another setting of the kernel serves it"
+            for k, values in dict(spec.maskless).get(device.kind, ()) if tactic.get(k) in values]
+
+
 def tactic_reasons(spec: KernelSpec, tactic: dict[str, Any], problem: AttentionProblem,
                    device: DeviceInfo) -> list[str]:
     """Why `spec` with `tactic` cannot serve `problem` on `device` though the kernel can; empty when it can."""
+    if masked := mask_reasons(spec, tactic, problem, device):
+        return masked
     fixed = int(tactic.get("fixed_split_size", 0) or 0)
     if not fixed or not spec.graph_split_ctas_per_sm or not device.sm_count or tactic.get("disable_split_kv"):
         return []
