@@ -81,6 +81,17 @@ def test_a_pipeline_screened_nearby_counts_as_that_far_behind_there():
     assert why[SLOW.id].startswith("screened: 2.0x the fastest or slower at the 4 nearest measured (or screened)")
 
 
+def test_a_resumed_search_counts_what_the_stopped_one_screened(cpu):
+    model = Predictor().fit(family(4.0, failed_at=(4,)), None)
+    p = small(batch_size=6, kv_len=2048)
+    pipes = [FAST, MID, SLOW]
+    fresh = screen_for(ScreenConfig(), lambda: model, cpu, load_registry())
+    earlier = [(c, SLOW.id) for c in model.table.by_cell if c.batch_size == 4]     # as Store.screened gives them
+    resumed = screen_for(ScreenConfig(), lambda: model, cpu, load_registry(), earlier)
+    assert fresh(p, pipes, {SLOW.id}) == {}                  # batch 4 holds no timing of it: no evidence
+    assert resumed(p, pipes, {SLOW.id})[SLOW.id].startswith("screened: 2.0x the fastest or slower")
+
+
 def test_bad_settings_name_the_value():
     with pytest.raises(ValueError, match="screen factor 1 must be above 1"):
         ScreenConfig(slower=1)
@@ -140,6 +151,8 @@ def test_a_screened_pipeline_is_stored_with_why_and_measured_by_a_later_grid_swe
         load_registry(), probs[0], cpu)} - math_sdpa
     env = s.environment(cpu, timer.mode)
     assert not s.measured_pipelines(env, probs[0]) & math_sdpa     # --devices workers measure them too
+    assert sorted((q.key(), pid) for q, pid in s.screened(env)) == sorted(  # what a resumed search remembers
+        (q.key(), pid) for q in probs for pid in math_sdpa)
     grid = run_sweep(probs, cpu, s, timer)              # no screen: what was screened is measured now
     s.close()
     assert grid.measured == 2 and grid.count("ok") == 2

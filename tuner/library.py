@@ -214,7 +214,8 @@ def _adaptive(probs, dev, store, db, timer, opts, registry, on_problem, budget, 
     from .sweep import SweepReport, isolated, note_retries, run_sweep
     report = SweepReport(store.environment(dev, timer.mode))
     measurer = isolated(dev, timer.mode, opts) if opts.isolate else None
-    fit, screen = screened_fits(lambda t: Predictor().fit(t, dev, remember=True), opts.screen, dev, registry)
+    fit, screen = screened_fits(lambda t: Predictor().fit(t, dev, remember=True), opts.screen, dev, registry,
+                                store.screened(report.env_id))
 
     def measure(ps):   # adaptive_sweep asks stopped() after each batch, so none follows a stop
         part = run_sweep(ps, dev, store, timer, opts, registry, on_problem, measurer, screen)

@@ -165,6 +165,11 @@ class Store:
                                [env_id, problem.key()])
         return {r[0]: r[1] for r in rows}
 
+    def screened(self, env_id: int) -> list[tuple[AttentionProblem, str]]:
+        """Each (problem, pipeline id) an adaptive search screened out in this environment (tuner/search/screen.py)."""
+        rows = self.db.query("select * from measurements where env_id = ? and status = 'screened'", [env_id])
+        return [(problem_of(r), r["pipeline"]) for r in rows]
+
     def winner(self, env_id: int, problem: AttentionProblem) -> str | None:
         """The stored winner's pipeline id (None: no pipeline ran accurately)."""
         row = self.db.execute("select pipeline from winners where env_id = ? and problem_key = ?",

@@ -5,11 +5,12 @@ of the pipelines and never within 1.58x of the fastest; building, checking and c
 costs the same whether it can win or not (benchmarks/results/screen/).
 
 A screened pipeline is stored with status "screened" and the reason, so that a resumed search does
-not measure it and a grid sweep of the same database does. Every rule's pick is measured anyway:
+not measure it (and counts it as far behind there, as the stopped one did) and a grid sweep of the same
+database does. Every rule's pick is measured anyway:
 `tuner evaluate` compares the learned choice with it."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from dispatcher.device import DeviceInfo
@@ -79,9 +80,11 @@ def checked_screen(factor: float, where: str) -> float:
 
 
 def screened_fits(fit: Callable[[Table], FittedModel], factor: float, device: DeviceInfo,
-                  registry: dict[str, KernelSpec]) -> tuple[Callable[[Table], FittedModel], Screen | None]:
+                  registry: dict[str, KernelSpec], earlier: Iterable[tuple[AttentionProblem, str]] = (),
+                  ) -> tuple[Callable[[Table], FittedModel], Screen | None]:
     """The adaptive search's fit and the screen that reads its latest model (None for factor 0), as the
-    sweep (tuner/library.py) and its replay (tuner evaluate --adaptive) both use them."""
+    sweep (tuner/library.py) and its replay (tuner evaluate --adaptive) both use them. `earlier`: the
+    (problem, pipeline id) pairs a search stopped before this one screened (Store.screened)."""
     if not factor:
         return fit, None
     latest: list[FittedModel] = []
@@ -89,15 +92,17 @@ def screened_fits(fit: Callable[[Table], FittedModel], factor: float, device: De
     def fitted(table: Table) -> FittedModel:
         latest[:] = [fit(table)]
         return latest[0]
-    return fitted, screen_for(ScreenConfig(factor), lambda: latest[-1] if latest else None, device, registry)
+    return fitted, screen_for(ScreenConfig(factor), lambda: latest[-1] if latest else None, device, registry,
+                              earlier)
 
 
 def screen_for(config: ScreenConfig, model: Callable[[], FittedModel | None], device: DeviceInfo,
-               registry: dict[str, KernelSpec]) -> Screen:
+               registry: dict[str, KernelSpec], earlier: Iterable[tuple[AttentionProblem, str]] = ()) -> Screen:
     """A sweep's screen on the latest fitted model (`model()`; None before the first fit: nothing
     screened), sparing every rule's pick (among all `pipes`), and remembering what it left out
-    (ScreenConfig.reasons). Only this process's: a resumed search starts with no memory."""
-    screened: dict[tuple[AttentionProblem, str], float] = {}
+    (ScreenConfig.reasons), from the start of a resumed search on: `earlier` (problem, pipeline id) pairs
+    count as `config.slower` behind, as this search's own do."""
+    screened = {(p.cell(), pid): config.slower for p, pid in earlier}
 
     def screen(p: AttentionProblem, pipes: list[Pipeline], fresh: set[str]) -> dict[str, str]:
         fitted = model()
