@@ -254,14 +254,29 @@ PLAN_MARGIN = 0.95   # a mixed batch whose lengths are not given: its chunk coun
 def mask_reasons(spec: KernelSpec, tactic: dict[str, Any], problem: AttentionProblem,
                  device: DeviceInfo) -> list[str]:
     """Why `spec` with `tactic` cannot serve `problem` on `device` for want of an attention mask (kernels.toml's
-    `maskless`): a sliding window, causal prefill (new tokens after their own prefix) or a mixed-length batch
-    needs one. Certain, unlike a plan limit: the sweep stores the pipeline as unsupported without running it."""
-    p = problem
-    if not (p.window_left >= 0 or (p.causal and p.q_len > 1) or p.max_kv_len != p.kv_len):
+    `maskless`). Certain, unlike a plan limit: the sweep stores the pipeline as unsupported without running it."""
+    need = mask_need(problem)
+    if need is None:
         return []
-    return [f"{spec.id} {k}={tactic[k]} on {device.kind} takes no attention mask; this problem needs one (causal "
-            "prefill, a sliding window or requests of mixed lengths): another setting of the kernel serves it"
-            for k, values in dict(spec.maskless).get(device.kind, ()) if tactic.get(k) in values]
+    space = dict(dict(spec.tactics).get(device.kind, ()))
+    out = []
+    for k, values in dict(spec.maskless).get(device.kind, ()):
+        if tactic.get(k) in values:
+            others = ", ".join(f"{k}={v}" for v in space.get(k, ()) if v not in values)
+            out.append(f"{spec.id} {k}={tactic[k]} on {device.kind} takes no attention mask, and {need} needs one"
+                       + (f"; {others} take{'s' * (',' not in others)} one" if others else ""))
+    return out
+
+
+def mask_need(p: AttentionProblem) -> str | None:
+    """What in `p` needs an attention mask (as tuner/runners/torch_sdpa.py builds one), or None."""
+    if p.window_left >= 0:
+        return f"a sliding window ({p.window_left} tokens)"
+    if p.causal and p.q_len > 1:
+        return f"causal attention over {p.q_len} new tokens"
+    if p.max_kv_len != p.kv_len or (p.seq_lens is not None and len(set(p.seq_lens)) > 1):
+        return "a batch of requests of mixed lengths"
+    return None
 
 
 def tactic_reasons(spec: KernelSpec, tactic: dict[str, Any], problem: AttentionProblem,

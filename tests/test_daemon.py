@@ -168,6 +168,7 @@ def test_metrics_kernels_environments_coverage(db):
         sdpa = next(x for x in k["kernels"] if x["id"] == "torch-sdpa")
         xqa = next(x for x in k["kernels"] if x["id"] == "trtllm-xqa")
         assert sdpa["eligible"] and not xqa["eligible"] and "does not run on cpu" in xqa["reasons"][0]
+        assert sdpa["maskless"] == {"cuda": {"backend": ["flash"]}}     # settings that take no attention mask
         assert c.get("/v1/kernels", params=dict(phase="decode")).status_code == 422
         envs = c.get("/v1/environments").json()["environments"]
         assert envs and envs[0]["device_name"].startswith("CPU")

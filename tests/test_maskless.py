@@ -1,15 +1,16 @@
 """A tactic that takes no attention mask (kernels.toml's `maskless`: torch SDPA's flash backend on CUDA) cannot
-serve causal prefill, a sliding window or a mixed-length batch: the registry says why, and the sweep stores it
-as unsupported without running it (it was 650 'failed' rows of every --mixed sweep on the GPU)."""
-import dataclasses
+serve causal prefill, a sliding window or a mixed-length batch: the registry says why, and every sweep's worker
+stores it as unsupported without running it (before, 650 of the 760 failed rows of one whole --mixed sweep on an
+H100: benchmarks/results/h100-2026-12-07b-mixed-sweep/)."""
 import sqlite3
 
 import pytest
 
 from dispatcher.device import H200
 from dispatcher.problem import AttentionProblem
-from dispatcher.registry import RegistryError, load_registry, mask_reasons, tactic_reasons
+from dispatcher.registry import BUILTIN, RegistryError, load_registry, mask_reasons, tactic_reasons
 from tests.conftest import small
+from tuner.options import SweepOptions
 from tuner.store import Store
 from tuner.sweep import run_sweep
 from tuner.timing import TimingConfig
@@ -19,15 +20,21 @@ SDPA = load_registry()["torch-sdpa"]
 GEOMETRY = dict(num_qo_heads=40, num_kv_heads=8, head_dim=128, page_size=16)
 
 
-@pytest.mark.parametrize("problem", [
-    AttentionProblem.from_seq_lens(seq_lens=[500] * 7 + [16000], phase="decode", **GEOMETRY),
-    AttentionProblem(phase="prefill", batch_size=2, q_len=512, kv_len=2048, **GEOMETRY),
-    AttentionProblem(phase="decode", batch_size=8, kv_len=4096, window_left=1024, **GEOMETRY),
+@pytest.mark.parametrize(("problem", "need"), [
+    (AttentionProblem.from_seq_lens(seq_lens=[500] * 7 + [16000], phase="decode", **GEOMETRY),
+     "a batch of requests of mixed lengths"),
+    # the mean rounds up to the longest: still mixed lengths
+    (AttentionProblem.from_seq_lens(seq_lens=[1000, 1001, 1001, 1001], phase="decode", **GEOMETRY),
+     "a batch of requests of mixed lengths"),
+    (AttentionProblem(phase="prefill", batch_size=2, q_len=512, kv_len=2048, **GEOMETRY),
+     "causal attention over 512 new tokens"),
+    (AttentionProblem(phase="decode", batch_size=8, kv_len=4096, window_left=1024, **GEOMETRY),
+     "a sliding window (1024 tokens)"),
 ])
-def test_sdpa_flash_on_cuda_cannot_take_the_mask_a_problem_needs_and_says_so(problem):
+def test_sdpa_flash_on_cuda_cannot_take_the_mask_a_problem_needs_and_says_which_settings_can(problem, need):
     why = mask_reasons(SDPA, {"backend": "flash"}, problem, H200)
-    assert why == ["torch-sdpa backend=flash on cuda takes no attention mask; this problem needs one (causal "
-                   "prefill, a sliding window or requests of mixed lengths): another setting of the kernel serves it"]
+    assert why == [f"torch-sdpa backend=flash on cuda takes no attention mask, and {need} needs one; "
+                   "backend=efficient, backend=cudnn take one"]
     assert tactic_reasons(SDPA, {"backend": "flash"}, problem, H200) == why      # the dispatcher leaves it out
     assert mask_reasons(SDPA, {"backend": "efficient"}, problem, H200) == []
 
@@ -47,16 +54,19 @@ def test_a_kernel_file_naming_a_setting_the_kernel_lacks_as_maskless_is_refused(
         load_registry(extra=str(bad))
 
 
-def test_a_sweep_stores_a_maskless_setting_unsupported_with_why_and_never_runs_it(db_path, cpu):
-    # on the CPU SDPA's flash backend takes a mask; declared maskless here, the sweep must not run it
-    registry = load_registry()
-    flash_maskless = (("cpu", (("backend", ("flash",)),)),)
-    registry["torch-sdpa"] = dataclasses.replace(registry["torch-sdpa"], maskless=flash_maskless)
+def test_a_sweep_stores_a_maskless_setting_unsupported_with_why_and_never_runs_it(db_path, cpu, tmp_path,
+                                                                                monkeypatch):
+    # on the CPU SDPA's flash backend takes a mask; declared maskless in a user's kernel file (read by the sweep's
+    # worker process too), the sweep must not run it
+    builtin = BUILTIN.read_text()
+    sdpa = builtin[builtin.index('[[kernel]]\nid = "torch-sdpa"'):]
+    (tmp_path / "kernels.toml").write_text(sdpa + '\nmaskless.cpu.backend = ["flash"]\n')
+    monkeypatch.setenv("SWITCHYARD_KERNELS", str(tmp_path / "kernels.toml"))
     prefill, uniform = small(phase="prefill", batch_size=1, q_len=16, kv_len=64), small()
     timer = WallTimer(TimingConfig(rounds=3, round_s=0.001))
     s = Store(db_path)
-    first = run_sweep([prefill, uniform], cpu, s, timer, registry=registry)
-    again = run_sweep([prefill, uniform], cpu, s, timer, registry=registry)
+    first = run_sweep([prefill, uniform], cpu, s, timer, SweepOptions(isolate=True))
+    again = run_sweep([prefill, uniform], cpu, s, timer, SweepOptions(retry_failed=True))
     s.close()
     rows = sqlite3.connect(db_path).execute(
         "select phase, pipeline, status, error, median_us from measurements order by phase, pipeline").fetchall()
@@ -64,6 +74,7 @@ def test_a_sweep_stores_a_maskless_setting_unsupported_with_why_and_never_runs_i
                                      ("decode", "torch-sdpa[backend=math]", "ok"),
                                      ("prefill", "torch-sdpa[backend=flash]", "unsupported"),
                                      ("prefill", "torch-sdpa[backend=math]", "ok")]
-    assert rows[2][3].startswith("torch-sdpa backend=flash on cpu takes no attention mask") and rows[2][4] is None
+    assert rows[2][3] == ("torch-sdpa backend=flash on cpu takes no attention mask, and causal attention over 16 "
+                          "new tokens needs one; backend=math takes one") and rows[2][4] is None
     assert first.count("unsupported") == 1 and first.count("ok") == 3 and first.count("failed") == 0
-    assert again.measured == 0 and all(o.resumed for o in again.outcomes)
+    assert again.measured == 0 and all(o.resumed for o in again.outcomes)      # not tried again, even so

@@ -13,7 +13,7 @@ from dispatcher.device import DeviceInfo
 from dispatcher.pipeline import Pipeline
 from dispatcher.policy import max_relerr
 from dispatcher.problem import AttentionProblem
-from dispatcher.registry import KernelSpec
+from dispatcher.registry import KernelSpec, load_registry, mask_reasons
 from dispatcher.rules import rule_pick
 from dispatcher.table import Timing, rank
 
@@ -138,10 +138,13 @@ def measure_problem(p: AttentionProblem, pipes: list[Pipeline], device: DeviceIn
         x, copies = INPUTS.get(p, device, opts.seed)
     rows: dict[str, Row] = {}
     fns, errs = {}, {}
+    specs = load_registry()
     for pipe in pipes:
         runner, why = runnable(pipe.kernel, device)
-        if why or runner is None:
-            rows[pipe.id] = result_row(pipe, "unsupported", error=why)
+        # a setting that takes no mask the problem needs is not run (registry.mask_reasons), in every sweep's worker
+        masked = mask_reasons(specs[pipe.kernel], pipe.tactic_dict(), p, device) if pipe.kernel in specs else []
+        if why or masked or runner is None:
+            rows[pipe.id] = result_row(pipe, "unsupported", error=why or (masked[0] if masked else None))
             continue
         note("check", pipe.id)
         try:

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from dispatcher.device import DeviceInfo
 from dispatcher.pipeline import Pipeline, candidates
 from dispatcher.problem import AttentionProblem
-from dispatcher.registry import KernelSpec, load_registry, mask_reasons, tactic_reasons
+from dispatcher.registry import KernelSpec, load_registry, tactic_reasons
 
 from .clock import stage
 from .measure import INPUTS, Row, measure_problem, record_problem
@@ -140,24 +140,20 @@ def sweep_one(ctx: SweepContext, p: AttentionProblem, pipes: list[Pipeline]) -> 
     stored = ctx.store.statuses(ctx.env_id, p)
     done = kept(stored, ctx.opts.retry_failed, screening=ctx.screen is not None)
     todo = [pp for pp in pipes if pp.id not in done]
-    # a tactic that cannot take the mask the problem needs is stored unsupported, not run (registry.mask_reasons)
-    unrun = {pp.id: ("unsupported", why[0]) for pp in todo
-             if (why := mask_reasons(ctx.registry[pp.kernel], pp.tactic_dict(), p, ctx.device))}
     # the screen sees every pipeline (the rules' picks among them are spared) and skips only ones never stored:
     # one that failed is measured again with --retry-failed, not screened over
-    fresh = {pp.id for pp in todo if pp.id not in stored and pp.id not in unrun}
-    if ctx.screen and fresh:
-        unrun |= {pid: ("screened", why) for pid, why in ctx.screen(p, pipes, fresh).items()}
-    todo = [pp for pp in todo if pp.id not in unrun]
+    fresh = {pp.id for pp in todo if pp.id not in stored}
+    skip = ctx.screen(p, pipes, fresh) if ctx.screen and fresh else {}
+    todo = [pp for pp in todo if pp.id not in skip]
     search = ([pp for pp in tunable(pipes, ctx.registry, ctx.device) if not ctx.store.tuned(ctx.env_id, p, pp.id)]
               if ctx.opts.tactics == "optuna" else [])
-    outcome = ProblemOutcome(p, resumed=not todo and not search and not unrun,
+    outcome = ProblemOutcome(p, resumed=not todo and not search and not skip,
                              kept_failed=sum(stored.get(pp.id) in RETRIED for pp in pipes if pp.id in done))
     if outcome.resumed:
         outcome.winner = ctx.store.winner(ctx.env_id, p)
-    if todo or search or unrun:
+    if todo or search or skip:
         outcome.rows = ctx.measure(p, todo) if todo else []
-        outcome.rows += [result_row(pp, unrun[pp.id][0], error=unrun[pp.id][1]) for pp in pipes if pp.id in unrun]
+        outcome.rows += [result_row(pp, "screened", error=skip[pp.id]) for pp in pipes if pp.id in skip]
         trials = {}
         for base in search:
             rows, trials[base.id] = search_tactics(ctx, p, base, outcome.rows)

@@ -18,7 +18,8 @@ router = APIRouter(prefix="/v1", tags=["kernels"])
 def spec_public(spec: KernelSpec) -> dict[str, Any]:
     d = dataclasses.asdict(spec)
     d["combos"] = [f"{c['q']}/{c['kv']}/{c['out']}" for c in d["combos"]]
-    d["tactics"] = {kind: dict(knobs) for kind, knobs in spec.tactics}
+    for per_kind in ("tactics", "tune", "maskless"):       # {device kind: {knob: values}}
+        d[per_kind] = {kind: dict(knobs) for kind, knobs in getattr(spec, per_kind)}
     d["group_sizes"] = dict(spec.group_sizes)
     return d
 

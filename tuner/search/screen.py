@@ -47,8 +47,8 @@ class ScreenConfig:
                 screened: dict[tuple[AttentionProblem, str], float] | None = None) -> dict[str, str]:
         """The pipelines of `pipes` not worth measuring at p, with why; {} where p's family has fewer
         measured shapes than `neighbours` (other than p's own). `screened`: (cell, pipeline) -> ratio of
-        those this search left out, which count as that far behind there (else a cell where a pipeline was
-        screened would have it measured at every point near it)."""
+        those this search (or the stopped one it resumes) left out, which count as that far behind there
+        (else a cell where a pipeline was screened would have it measured at every point near it)."""
         near = [c for c in model.neighbours(p.cell()) if c != p.cell()][: self.neighbours]
         if len(near) < self.neighbours:
             return {}
