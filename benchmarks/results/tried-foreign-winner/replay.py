@@ -1,6 +1,7 @@
 """Replay the adaptive search (with its screen, a fraction of the grid's cells) on a finished grid, with one of
-the doubt orders below, then score the table it measured on off-grid and mixed sets measured on the same
-device: what `tuner sweep --search adaptive` would have served there.
+the doubt orders below, then score the table it measured on the grid cells it did not pick and on off-grid and
+mixed sets measured on the same device. As `tuner evaluate --adaptive` replays it: on the grid's own cells, so
+without the sweep's off-lattice midpoints (between=False).
 usage: python replay.py VARIANT GRID.db FRACTION SET.db...  -> one JSON object, per set"""
 import json
 import math
@@ -58,8 +59,10 @@ def reveal(ps):
                 train.add(c, t)
 
 
-adaptive.adaptive_sweep(cells, reveal, lambda: train.subset(train.by_cell), fraction, fit=fit)
-out = {}
+picked = adaptive.adaptive_sweep(cells, reveal, lambda: train.subset(train.by_cell), fraction, fit=fit)
+held = {c: full.by_cell[c] for c in set(cells) - set(picked)}      # as `tuner evaluate --adaptive` scores
+out = {"held-out grid cells": {k: overall(score(train, held, dev, ("learned",)))["learned"][k]
+                               for k in ("n", "regret_geomean", "regret_max")}}
 for s in sets:
     o = overall(score(train, measured_problems(read_rows(s, dev, default_timing_mode(dev))), dev, ("learned",)))
     out[s.rsplit("/", 1)[1]] = {k: o["learned"][k] for k in ("n", "regret_geomean", "regret_max")}

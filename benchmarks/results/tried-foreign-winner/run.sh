@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # CPU replays of the adaptive search with a doubt order that also refines where the model predicts a winner no
-# measured neighbour has (replay.py), scored off the grid (about 2 minutes on 2 cores):
+# measured neighbour has (replay.py), scored off the grid (about 3 minutes on 2 cores):
 #   bash benchmarks/results/tried-foreign-winner/run.sh > benchmarks/results/tried-foreign-winner/run.txt
 set -euo pipefail
 R=benchmarks/results; T=$R/tried-foreign-winner; W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
@@ -30,7 +30,7 @@ print("regret gm (max) of the replayed adaptive table, pooled over the sets of e
 print(f"{'grid':16s} {'sets':8s}" + "".join(f"{v:>16s}" for v in variants))
 for g in ("shipped", "h200-dense", "h200-cudnn-grid", "h100-grid"):
     rs = {v: json.load(open(f"{sys.argv[1]}/{v}-{g}.json")) for v in variants}
-    for kind in ("offgrid", "mixed"):
+    for kind in ("held-out", "offgrid", "mixed"):
         cells = []
         for v in variants:
             xs = [x for s, x in rs[v].items() if kind in s]
