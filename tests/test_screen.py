@@ -92,6 +92,21 @@ def test_a_resumed_search_counts_what_the_stopped_one_screened(cpu):
     assert resumed(p, pipes, {SLOW.id})[SLOW.id].startswith("screened: 2.0x the fastest or slower")
 
 
+def test_a_rerun_adaptive_sweep_hands_its_screen_what_the_stored_search_screened(db_path, cpu, monkeypatch):
+    import tuner.search.screen as screen_module
+    from tuner.library import run_problems
+    grid = [small(batch_size=b, kv_len=kv) for b in (1, 2, 4) for kv in (64, 128, 256, 512)]
+    math_sdpa = next(pp.id for pp in candidates(load_registry(), grid[0], cpu) if "math" in pp.id)
+    s = Store(db_path)                  # an earlier search left math SDPA out at the first point
+    run_sweep(grid[:1], cpu, s, WallTimer(TimingConfig(rounds=3, round_s=0.001)),
+              screen=lambda p, pipes, fresh: {math_sdpa: "screened: a test's reason"} if math_sdpa in fresh else {})
+    s.close()
+    handed, real = [], screen_module.screened_fits
+    monkeypatch.setattr(screen_module, "screened_fits", lambda *a, **kw: (handed.append(list(a[4])), real(*a))[1])
+    run_problems(grid, cpu, db_path, "wall", SweepOptions(), say=lambda m: None, search="adaptive", budget=0.5)
+    assert [(p.key(), pid) for p, pid in handed[0]] == [(grid[0].key(), math_sdpa)]
+
+
 def test_bad_settings_name_the_value():
     with pytest.raises(ValueError, match="screen factor 1 must be above 1"):
         ScreenConfig(slower=1)
