@@ -2,19 +2,18 @@
 serve causal prefill, a sliding window or a mixed-length batch: the registry says why, and every sweep's worker
 stores it as unsupported without running it (before, 650 of the 760 failed rows of one whole --mixed sweep on an
 H100: benchmarks/results/h100-2026-12-07b-mixed-sweep/)."""
+import json
+import os
 import sqlite3
+import subprocess
+import sys
 
 import pytest
 
 from dispatcher.device import H200
 from dispatcher.problem import AttentionProblem
 from dispatcher.registry import BUILTIN, RegistryError, load_registry, mask_reasons, tactic_reasons
-from tests.conftest import small
-from tuner.options import SweepOptions
-from tuner.store import Store
-from tuner.sweep import run_sweep
-from tuner.timing import TimingConfig
-from tuner.timing.wall import WallTimer
+from tests.conftest import ROOT, small
 
 SDPA = load_registry()["torch-sdpa"]
 GEOMETRY = dict(num_qo_heads=40, num_kv_heads=8, head_dim=128, page_size=16)
@@ -54,21 +53,24 @@ def test_a_kernel_file_naming_a_setting_the_kernel_lacks_as_maskless_is_refused(
         load_registry(extra=str(bad))
 
 
-def test_a_sweep_stores_a_maskless_setting_unsupported_with_why_and_never_runs_it(db_path, cpu, tmp_path,
-                                                                                monkeypatch):
+def test_a_sweep_stores_a_maskless_setting_unsupported_with_why_and_never_runs_it(tmp_path):
     # on the CPU SDPA's flash backend takes a mask; declared maskless in a user's kernel file (read by the sweep's
     # worker process too), the sweep must not run it
     builtin = BUILTIN.read_text()
     sdpa = builtin[builtin.index('[[kernel]]\nid = "torch-sdpa"'):]
     (tmp_path / "kernels.toml").write_text(sdpa + '\nmaskless.cpu.backend = ["flash"]\n')
-    monkeypatch.setenv("SWITCHYARD_KERNELS", str(tmp_path / "kernels.toml"))
     prefill, uniform = small(phase="prefill", batch_size=1, q_len=16, kv_len=64), small()
-    timer = WallTimer(TimingConfig(rounds=3, round_s=0.001))
-    s = Store(db_path)
-    first = run_sweep([prefill, uniform], cpu, s, timer, SweepOptions(isolate=True))
-    again = run_sweep([prefill, uniform], cpu, s, timer, SweepOptions(retry_failed=True))
-    s.close()
-    rows = sqlite3.connect(db_path).execute(
+    (tmp_path / "problems.jsonl").write_text("".join(json.dumps(p.to_dict()) + "\n" for p in (prefill, uniform)))
+    db = tmp_path / "h.db"
+
+    def sweep(*extra):
+        r = subprocess.run([sys.executable, "-m", "tuner", "sweep", "--problems", str(tmp_path / "problems.jsonl"),
+                            "--device", "cpu", "--db", str(db), *extra], cwd=ROOT, capture_output=True, text=True,
+                           env={**os.environ, "SWITCHYARD_KERNELS": str(tmp_path / "kernels.toml")}, timeout=600)
+        assert r.returncode == 0, r.stderr
+        return " ".join(r.stdout.split())
+    first, again = sweep(), sweep("--retry-failed")
+    rows = sqlite3.connect(db).execute(
         "select phase, pipeline, status, error, median_us from measurements order by phase, pipeline").fetchall()
     assert [r[:3] for r in rows] == [("decode", "torch-sdpa[backend=flash]", "ok"),
                                      ("decode", "torch-sdpa[backend=math]", "ok"),
@@ -76,5 +78,6 @@ def test_a_sweep_stores_a_maskless_setting_unsupported_with_why_and_never_runs_i
                                      ("prefill", "torch-sdpa[backend=math]", "ok")]
     assert rows[2][3] == ("torch-sdpa backend=flash on cpu takes no attention mask, and causal attention over 16 "
                           "new tokens needs one; backend=math takes one") and rows[2][4] is None
-    assert first.count("unsupported") == 1 and first.count("ok") == 3 and first.count("failed") == 0
-    assert again.measured == 0 and all(o.resumed for o in again.outcomes)      # not tried again, even so
+    assert ("3 pipelines measured (3 ok, 0 inaccurate, 0 failed), 1 unsupported (not run; the store says why)"
+            in first)
+    assert "0 pipelines measured" in again and "2 problems already measured" in again   # not tried again, even so

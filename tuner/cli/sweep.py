@@ -309,9 +309,11 @@ def _print_summary(report) -> None:
         out.print(f"[red]unfinished: {escape(report.unfinished)}; rerun the same command to resume[/]", soft_wrap=True)
     elif report.stopped_early:
         out.print("[yellow]stopped at --max-minutes; rerun the same command to resume[/]")
-    out.print(f"{len(report.outcomes)} problems, {report.measured} pipelines measured "
-              f"({report.count('ok')} ok, {report.count('inaccurate')} inaccurate, {report.count('failed')} failed, "
-              f"{report.count('unsupported')} unsupported), {resumed} problem{'s' * (resumed != 1)} already measured")
+    unsupported = report.count("unsupported")
+    out.print(f"{len(report.outcomes)} problems, {report.measured - unsupported} pipelines measured "
+              f"({report.count('ok')} ok, {report.count('inaccurate')} inaccurate, {report.count('failed')} failed), "
+              f"{unsupported} unsupported (not run; the store says why), {resumed} problem{'s' * (resumed != 1)} "
+              "already measured", soft_wrap=True)
     if report.kept_failed:
         out.print(f"{report.kept_failed} pipelines that failed or were inaccurate before were not measured again; "
                   "rerun with --retry-failed to measure them", soft_wrap=True)
