@@ -14,6 +14,10 @@ from dispatcher.device import H200
 from dispatcher.problem import AttentionProblem
 from dispatcher.registry import BUILTIN, RegistryError, load_registry, mask_reasons, tactic_reasons
 from tests.conftest import ROOT, small
+from tuner.store import Store
+from tuner.sweep import run_sweep
+from tuner.timing import TimingConfig
+from tuner.timing.wall import WallTimer
 
 SDPA = load_registry()["torch-sdpa"]
 GEOMETRY = dict(num_qo_heads=40, num_kv_heads=8, head_dim=128, page_size=16)
@@ -81,3 +85,17 @@ def test_a_sweep_stores_a_maskless_setting_unsupported_with_why_and_never_runs_i
     assert ("3 pipelines measured (3 ok, 0 inaccurate, 0 failed), 1 unsupported (not run; the store says why)"
             in first)
     assert "0 pipelines measured" in again and "2 problems already measured" in again   # not tried again, even so
+
+
+def test_the_adaptive_screen_never_files_a_maskless_setting_as_screened(tmp_path, db_path, cpu, monkeypatch):
+    builtin = BUILTIN.read_text()
+    (tmp_path / "kernels.toml").write_text(builtin[builtin.index('[[kernel]]\nid = "torch-sdpa"'):]
+                                           + '\nmaskless.cpu.backend = ["flash"]\n')
+    monkeypatch.setenv("SWITCHYARD_KERNELS", str(tmp_path / "kernels.toml"))
+    prefill = small(phase="prefill", batch_size=1, q_len=16, kv_len=64)
+    s = Store(db_path)
+    run_sweep([prefill], cpu, s, WallTimer(TimingConfig(rounds=3, round_s=0.001)), registry=load_registry(),
+              screen=lambda p, pipes, fresh: {pid: "screened: a test's reason" for pid in fresh})
+    s.close()
+    assert sqlite3.connect(db_path).execute("select pipeline, status from measurements order by pipeline").fetchall() \
+        == [("torch-sdpa[backend=flash]", "unsupported"), ("torch-sdpa[backend=math]", "screened")]

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from dispatcher.device import DeviceInfo
 from dispatcher.pipeline import Pipeline, candidates
 from dispatcher.problem import AttentionProblem
-from dispatcher.registry import KernelSpec, load_registry, tactic_reasons
+from dispatcher.registry import KernelSpec, load_registry, mask_reasons, tactic_reasons
 
 from .clock import stage
 from .measure import INPUTS, Row, measure_problem, record_problem
@@ -142,7 +142,9 @@ def sweep_one(ctx: SweepContext, p: AttentionProblem, pipes: list[Pipeline]) -> 
     todo = [pp for pp in pipes if pp.id not in done]
     # the screen sees every pipeline (the rules' picks among them are spared) and skips only ones never stored:
     # one that failed is measured again with --retry-failed, not screened over
-    fresh = {pp.id for pp in todo if pp.id not in stored}
+    # (nor one that takes no mask the problem needs: the worker stores it unsupported with that reason)
+    fresh = {pp.id for pp in todo if pp.id not in stored
+             and not mask_reasons(ctx.registry[pp.kernel], pp.tactic_dict(), p, ctx.device)}
     skip = ctx.screen(p, pipes, fresh) if ctx.screen and fresh else {}
     todo = [pp for pp in todo if pp.id not in skip]
     search = ([pp for pp in tunable(pipes, ctx.registry, ctx.device) if not ctx.store.tuned(ctx.env_id, p, pp.id)]
