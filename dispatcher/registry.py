@@ -255,16 +255,16 @@ def mask_reasons(spec: KernelSpec, tactic: dict[str, Any], problem: AttentionPro
                  device: DeviceInfo) -> list[str]:
     """Why `spec` with `tactic` cannot serve `problem` on `device` for want of an attention mask (kernels.toml's
     `maskless`). Certain, unlike a plan limit: the sweep stores the pipeline as unsupported without running it."""
-    need = mask_need(problem)
+    hit = [(k, values) for k, values in dict(spec.maskless).get(device.kind, ()) if tactic.get(k) in values]
+    need = mask_need(problem) if hit else None      # most kernels declare none: choose()'s misses pass here
     if need is None:
         return []
     space = dict(dict(spec.tactics).get(device.kind, ()))
     out = []
-    for k, values in dict(spec.maskless).get(device.kind, ()):
-        if tactic.get(k) in values:
-            others = ", ".join(f"{k}={v}" for v in space.get(k, ()) if v not in values)
-            out.append(f"{spec.id} {k}={tactic[k]} on {device.kind} takes no attention mask, and {need} needs one"
-                       + (f"; {others} take{'s' * (',' not in others)} one" if others else ""))
+    for k, values in hit:
+        others = ", ".join(f"{k}={v}" for v in space.get(k, ()) if v not in values)
+        out.append(f"{spec.id} {k}={tactic[k]} on {device.kind} takes no attention mask, and {need} needs one"
+                   + (f"; {others} take{'s' * (',' not in others)} one" if others else ""))
     return out
 
 

@@ -109,7 +109,7 @@ def screen_for(config: ScreenConfig, model: Callable[[], FittedModel | None], de
         if fitted is None:
             return {}
         out = config.reasons(p, [pipe for pipe in pipes if pipe.id in fresh], fitted, screened)
-        for rule in RULES:
+        for rule in RULES if out else ():
             pick, _ = rule_pick(rule, p, device, registry, pipes)
             if pick is not None:
                 out.pop(pick.id, None)
