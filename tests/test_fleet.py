@@ -84,9 +84,10 @@ def test_two_workers_sweep_into_one_store_and_resume(tmp_path):
     assert c.execute("select count(*) from winners").fetchone()[0] == 4
     per = dict(p.split(" ")[0:2] for p in r.stdout.split("per device: ")[1].splitlines()[0].split(", "))
     assert sorted(per) == ["cpu#0", "cpu#1"] and sum(int(v) for v in per.values()) == 4
-    again = _sweep(["--devices", "cpu,cpu"], env, db, probs)
-    assert again.returncode == 0 and "0 pipelines measured" in again.stdout
-    assert "4 problems already measured" in again.stdout
+    # a rerun measures nothing, even where cpu#1 has since slowed down: nothing is left, so no calibration
+    again = _sweep(["--devices", "cpu,cpu"], _sleeper_env(tmp_path, "cpu#1:2.0"), db, probs)
+    assert again.returncode == 0 and "0 pipelines measured" in again.stdout, again.stdout
+    assert "4 problems already measured" in again.stdout and "nothing left to measure" in again.stdout
 
 
 @pytest.mark.slow

@@ -87,8 +87,11 @@ class Calibration:
     ratio: float | None          # median over pipelines of this device's time / the reference's
     tolerance: float
     agrees: bool
+    skipped: str = ""            # why no calibration ran, where that was decided before timing
 
     def note(self) -> str:
+        if self.skipped:
+            return f"{self.device}: {self.skipped}; sharing the environment of {self.reference}"
         if self.ratio is None:
             return f"{self.device}: no calibration timing ran on both it and {self.reference}; sharing its environment"
         verdict = "shares" if self.agrees else "kept apart from"
@@ -144,14 +147,17 @@ def _measure_each(workers: dict[str, IsolatedMeasurer], jobs: dict[str, list], o
 
 
 def calibrate(devices: list[DeviceInfo], workers: dict[str, IsolatedMeasurer], items: Planned,
-              opts: SweepOptions, failed: dict[str, BaseException]) -> tuple[list[Group], list[Calibration]]:
+              opts: SweepOptions, failed: dict[str, BaseException],
+              finished: Callable[[DeviceInfo], bool] = lambda d: False) -> tuple[list[Group], list[Calibration]]:
     """Group the devices into environments (see the module docstring); a device whose worker cannot start
-    is left out, into `failed` (an error if none is left)."""
+    is left out, into `failed` (an error if none is left). A model whose first device's environment
+    is `finished` (holds the whole plan: a rerun) is not calibrated again, so a rerun measures nothing."""
     by_model: dict[str, list[DeviceInfo]] = {}
     for d in devices:
         by_model.setdefault(d.name, []).append(d)
     cal = calibration_set(items)
-    multi = [d for ds in by_model.values() if len(ds) > 1 for d in ds]
+    done = {m for m, ds in by_model.items() if len(ds) > 1 and finished(ds[0])}
+    multi = [d for m, ds in by_model.items() if len(ds) > 1 and m not in done for d in ds]
     rows = _measure_each(workers, {label(d): cal for d in multi}, opts, failed) if cal and multi else {}
     by_model = {m: kept for m, ds in by_model.items() if (kept := [d for d in ds if label(d) not in failed])}
     if not by_model:
@@ -160,6 +166,11 @@ def calibrate(devices: list[DeviceInfo], workers: dict[str, IsolatedMeasurer], i
     for name, ds in by_model.items():
         ref, shared = ds[0], [ds[0]]
         for d in ds[1:]:
+            if name in done:
+                verdicts.append(Calibration(label(d), label(ref), None, MIN_TOLERANCE, True,
+                                            skipped="nothing left to measure, so no calibration"))
+                shared.append(d)
+                continue
             c = compare([r for rs in rows[label(ref)] for r in rs], [r for rs in rows[label(d)] for r in rs],
                         label(d), label(ref)) if cal else Calibration(label(d), label(ref), None, MIN_TOLERANCE, True)
             verdicts.append(c)
@@ -169,6 +180,13 @@ def calibrate(devices: list[DeviceInfo], workers: dict[str, IsolatedMeasurer], i
                 groups.append(Group(dataclasses.replace(d, name=f"{name} [{label(d)}]"), [d]))
         groups.insert(0, Group(ref, shared))
     return groups, verdicts
+
+
+def holds_plan(store: Store, device: DeviceInfo, mode: str, planned: Planned, retry_failed: bool) -> bool:
+    """Whether the device's environment already holds every planned pipeline."""
+    env = store.existing_environment(device, mode)
+    return env is not None and all({pp.id for pp in pipes} <= store.measured_pipelines(env, p, retry_failed)
+                                   for p, pipes in planned)
 
 
 def sweep_devices(problems: list[AttentionProblem], devices: list[DeviceInfo], store: Store, mode: str,
@@ -187,7 +205,8 @@ def sweep_devices(problems: list[AttentionProblem], devices: list[DeviceInfo], s
     report = SweepReport(env_id=0)
     failed: dict[str, BaseException] = {}
     try:
-        groups, verdicts = calibrate(devices, workers, planned, opts, failed)
+        groups, verdicts = calibrate(devices, workers, planned, opts, failed,
+                                     lambda d: holds_plan(store, d, mode, planned, opts.retry_failed))
         report.notes += [f"{name} stopped: {type(e).__name__}: {e}" for name, e in failed.items()]
         report.notes += [c.note() for c in verdicts]
         if on_plan:

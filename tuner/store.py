@@ -53,6 +53,12 @@ def balance_key(row: Mapping[str, Any]) -> tuple[str, float]:
     return p.key(), p.kv_balance
 
 
+def _env_key(device: DeviceInfo, timing_mode: str) -> str:
+    v = device.versions
+    cc = ".".join(map(str, device.compute_capability)) if device.compute_capability else ""
+    return "|".join([device.name, cc, timing_mode, v.get("torch", ""), v.get("cuda", ""), v.get("flashinfer", "")])
+
+
 class Store:
     def __init__(self, db: str | os.PathLike | None = None):
         self.path = default_path(db)
@@ -140,13 +146,18 @@ class Store:
         self.db.execute("commit")
 
     # -- environments ----------------------------------------------------------------
+    def existing_environment(self, device: DeviceInfo, timing_mode: str) -> int | None:
+        """The id of this device's environment, or None where nothing was stored for it yet."""
+        row = self.db.execute("select id from environments where key = ?", [_env_key(device, timing_mode)]).fetchone()
+        return row[0] if row else None
+
     def environment(self, device: DeviceInfo, timing_mode: str) -> int:
+        found = self.existing_environment(device, timing_mode)
+        if found is not None:
+            return found
         v = device.versions
         cc = ".".join(map(str, device.compute_capability)) if device.compute_capability else ""
-        key = "|".join([device.name, cc, timing_mode, v.get("torch", ""), v.get("cuda", ""), v.get("flashinfer", "")])
-        row = self.db.execute("select id from environments where key = ?", [key]).fetchone()
-        if row:
-            return row[0]
+        key = _env_key(device, timing_mode)
         with self.transaction():
             t = self.db["environments"].insert({
                 "key": key, "device_name": device.name, "device_kind": device.kind, "compute_capability": cc,
