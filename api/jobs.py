@@ -170,6 +170,7 @@ class JobManager:
     def _execute(self, job: Job) -> None:
         from tuner.library import run_problems
         from tuner.options import SweepOptions
+        from tuner.sweep import ran
         job.state, job.started_at = "running", time.time()
 
         def tick(outcome: ProblemOutcome) -> None:
@@ -177,7 +178,7 @@ class JobManager:
             job.done += 1
             if job.first is None and not outcome.resumed:
                 job.first = (time.time(), job.done - job.resumed)
-            job.measured += len(outcome.rows)
+            job.measured += sum(ran(r) for r in outcome.rows)    # as the CLI counts: run, not screened
             for r in outcome.rows:
                 job.counts[r["status"]] = job.counts.get(r["status"], 0) + 1
         try:

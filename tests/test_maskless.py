@@ -7,6 +7,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -99,3 +100,23 @@ def test_the_adaptive_screen_never_files_a_maskless_setting_as_screened(tmp_path
     s.close()
     assert sqlite3.connect(db_path).execute("select pipeline, status from measurements order by pipeline").fetchall() \
         == [("torch-sdpa[backend=flash]", "unsupported"), ("torch-sdpa[backend=math]", "screened")]
+
+
+def test_a_rest_sweep_job_counts_as_measured_only_what_ran(tmp_path, monkeypatch):
+    """GET /v1/sweeps/{id}: `measured` counts the pipelines run, as the CLI's summary does; the unsupported
+    maskless setting is in `counts`, not in `measured`."""
+    from tests.conftest import in_process
+    builtin = BUILTIN.read_text()
+    (tmp_path / "kernels.toml").write_text(builtin[builtin.index('[[kernel]]\nid = "torch-sdpa"'):]
+                                           + '\nmaskless.cpu.backend = ["flash"]\n')
+    monkeypatch.setenv("SWITCHYARD_KERNELS", str(tmp_path / "kernels.toml"))
+    prefill = small(phase="prefill", batch_size=1, q_len=16, kv_len=64)
+    with in_process(tmp_path / "h.db", token="t") as c:
+        job = c.post("/v1/sweeps", json={"problems": [prefill.to_dict()]}, headers={"Authorization": "Bearer t"})
+        job = job.json()
+        deadline = time.time() + 120
+        while (done := c.get(f"/v1/sweeps/{job['id']}").json())["state"] in ("queued", "running"):
+            assert time.time() < deadline, done
+            time.sleep(0.2)
+    assert done["state"] == "done" and done["counts"] == {"ok": 1, "unsupported": 1}, done
+    assert done["measured"] == 1

@@ -22,6 +22,11 @@ from .store import RETRIED, Store, kept, result_row, timings
 from .timing import Timer
 
 
+def ran(row: Row) -> bool:
+    """Whether a stored row's pipeline was run (a screened or unsupported one was not)."""
+    return row["status"] not in ("screened", "unsupported")
+
+
 @dataclass
 class ProblemOutcome:
     problem: AttentionProblem
@@ -43,7 +48,8 @@ class SweepReport:
 
     @property
     def measured(self) -> int:
-        return sum(r["status"] != "screened" for o in self.outcomes for r in o.rows)
+        """Pipelines run: neither screened nor unsupported (those are stored with why, never run)."""
+        return sum(ran(r) for o in self.outcomes for r in o.rows)
 
     @property
     def kept_failed(self) -> int:

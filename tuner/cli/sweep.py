@@ -310,7 +310,7 @@ def _print_summary(report) -> None:
     elif report.stopped_early:
         out.print("[yellow]stopped at --max-minutes; rerun the same command to resume[/]")
     unsupported = report.count("unsupported")
-    out.print(f"{len(report.outcomes)} problems, {report.measured - unsupported} pipelines measured "
+    out.print(f"{len(report.outcomes)} problems, {report.measured} pipelines measured "
               f"({report.count('ok')} ok, {report.count('inaccurate')} inaccurate, {report.count('failed')} failed), "
               f"{unsupported} unsupported (not run; the store says why), {resumed} problem{'s' * (resumed != 1)} "
               "already measured", soft_wrap=True)
