@@ -10,7 +10,7 @@ from typing import Any
 
 from .device import DeviceInfo
 from .problem import AttentionProblem
-from .registry import KernelSpec, combos_for, ineligibility_reasons
+from .registry import KernelSpec, combos_for, ineligibility_reasons, mask_reasons
 
 Tactic = tuple[tuple[str, Any], ...]     # a kernel's knob settings, sorted by knob
 
@@ -71,6 +71,15 @@ def tactics_of(spec: KernelSpec, device: DeviceInfo, all_tactics: bool = True) -
     return [tuple(zip(names, values)) for values in itertools.product(*(space[n] for n in names))]
 
 
+def default_tactic(spec: KernelSpec, problem: AttentionProblem, device: DeviceInfo) -> Tactic:
+    """The kernel's default setting (each knob's first value), or where that takes no attention mask the
+    problem needs (kernels.toml's `maskless`), the first setting in grid order that takes one."""
+    first = tactics_of(spec, device, all_tactics=False)[0]
+    if not spec.maskless or not mask_reasons(spec, dict(first), problem, device):
+        return first
+    return next((t for t in tactics_of(spec, device) if not mask_reasons(spec, dict(t), problem, device)), first)
+
+
 def pipelines_for(spec: KernelSpec, problem: AttentionProblem, device: DeviceInfo,
                   all_tactics: bool = True) -> list[Pipeline]:
     """Every pipeline through `spec` that serves the problem; empty when the kernel is ineligible. (A
@@ -78,9 +87,10 @@ def pipelines_for(spec: KernelSpec, problem: AttentionProblem, device: DeviceInf
     refusal, and the dispatcher leaves it out where the asked problem needs it.)"""
     if ineligibility_reasons(spec, problem, device):
         return []
+    tactics = tactics_of(spec, device) if all_tactics else [default_tactic(spec, problem, device)]
     out = []
     for combo, q_quant, out_quant in combos_for(spec, problem):
-        for tactic in tactics_of(spec, device, all_tactics):
+        for tactic in tactics:
             out.append(Pipeline(spec.id, combo.q, combo.kv, combo.out, q_quant, out_quant, tactic))
     return out
 

@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from dispatcher.device import H200
+from dispatcher.device import H200, describe
+from dispatcher.pipeline import candidates
 from dispatcher.problem import AttentionProblem
 from dispatcher.registry import BUILTIN, RegistryError, load_registry, mask_reasons, tactic_reasons
 from tests.conftest import ROOT, small
@@ -120,3 +121,18 @@ def test_a_rest_sweep_job_counts_as_measured_only_what_ran(tmp_path, monkeypatch
             time.sleep(0.2)
     assert done["state"] == "done" and done["counts"] == {"ok": 1, "unsupported": 1}, done
     assert done["measured"] == 1
+
+
+def test_default_tactics_take_the_first_setting_that_takes_the_mask_a_problem_needs(tmp_path):
+    """--tactics default: a masked problem gets SDPA's first backend that takes a mask (math on the CPU here,
+    efficient on CUDA), not a default that could only be stored unsupported; a maskless problem keeps flash."""
+    builtin = BUILTIN.read_text()
+    (tmp_path / "kernels.toml").write_text(builtin[builtin.index('[[kernel]]\nid = "torch-sdpa"'):]
+                                           + '\nmaskless.cpu.backend = ["flash"]\n')
+    reg = load_registry(extra=str(tmp_path / "kernels.toml"))
+    cpu = describe("cpu")
+    prefill = small(phase="prefill", batch_size=1, q_len=16, kv_len=64)
+    assert [pp.id for pp in candidates(reg, prefill, cpu, all_tactics=False)] == ["torch-sdpa[backend=math]"]
+    assert [pp.id for pp in candidates(reg, small(), cpu, all_tactics=False)] == ["torch-sdpa[backend=flash]"]
+    cuda = [pp.id for pp in candidates(load_registry(), prefill, H200, all_tactics=False) if "sdpa" in pp.id]
+    assert cuda == ["torch-sdpa[backend=efficient]"]

@@ -73,7 +73,8 @@ def sweep(
                                                           "hung")] = 120.0,
     problems: Annotated[Optional[str], typer.Option("--problems", help="JSON lines of problems to sweep instead of a "
                                                                        "model's grid")] = None,
-    tactics: Annotated[str, typer.Option(help="grid: time every declared tactic; default: the kernels' own only; "
+    tactics: Annotated[str, typer.Option(help="grid: time every declared tactic; default: the kernels' own "
+                                              "only (the first that takes a mask where the problem needs one); "
                                               "optuna: search each kernel's tune space per problem")] = "grid",
     trials: Annotated[int, typer.Option(help="with --tactics optuna: trials per problem and kernel pipeline")] = 16,
     search: Annotated[str, typer.Option(help="grid: every grid point; adaptive: a coarse subset, then refine where "
