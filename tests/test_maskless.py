@@ -136,3 +136,18 @@ def test_default_tactics_take_the_first_setting_that_takes_the_mask_a_problem_ne
     assert [pp.id for pp in candidates(reg, small(), cpu, all_tactics=False)] == ["torch-sdpa[backend=flash]"]
     cuda = [pp.id for pp in candidates(load_registry(), prefill, H200, all_tactics=False) if "sdpa" in pp.id]
     assert cuda == ["torch-sdpa[backend=efficient]"]
+
+
+def test_a_sweep_given_a_registry_in_code_keeps_its_maskless_settings_unrun(tmp_path, db_path, cpu):
+    """run_sweep(registry=...) without $SWITCHYARD_KERNELS: the registry passed is the one whose maskless
+    settings are stored unsupported (in this process; a worker process reads its own)."""
+    builtin = BUILTIN.read_text()
+    (tmp_path / "kernels.toml").write_text(builtin[builtin.index('[[kernel]]\nid = "torch-sdpa"'):]
+                                           + '\nmaskless.cpu.backend = ["flash"]\n')
+    prefill = small(phase="prefill", batch_size=1, q_len=16, kv_len=64)
+    s = Store(db_path)
+    run_sweep([prefill], cpu, s, WallTimer(TimingConfig(rounds=3, round_s=0.001)),
+              registry=load_registry(extra=str(tmp_path / "kernels.toml")))
+    s.close()
+    assert sqlite3.connect(db_path).execute("select pipeline, status from measurements order by pipeline").fetchall() \
+        == [("torch-sdpa[backend=flash]", "unsupported"), ("torch-sdpa[backend=math]", "ok")]

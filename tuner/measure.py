@@ -118,10 +118,11 @@ INPUTS = InputCache()
 
 def measure_problem(p: AttentionProblem, pipes: list[Pipeline], device: DeviceInfo, timer: Timer,
                     opts: SweepOptions, note: Callable[[str, str], None] | None = None,
-                    clock: Counter[str] | None = None) -> list[Row]:
+                    clock: Counter[str] | None = None, specs: dict[str, KernelSpec] | None = None) -> list[Row]:
     """Check every pipeline against the fp32 reference, then time the checked ones interleaved.
     `note(stage, pipeline_id)` is told which pipeline is about to run (see tuner/isolation.py);
-    `clock` gathers seconds per stage."""
+    `clock` gathers seconds per stage; `specs`: the registry whose `maskless` settings are not run
+    (default: load_registry(), as a worker process reads it)."""
     note = note or (lambda stage, pid: None)
     INPUTS.make_room(p, device, opts.seed)
     need = working_bytes(p)
@@ -138,7 +139,7 @@ def measure_problem(p: AttentionProblem, pipes: list[Pipeline], device: DeviceIn
         x, copies = INPUTS.get(p, device, opts.seed)
     rows: dict[str, Row] = {}
     fns, errs = {}, {}
-    specs = load_registry()
+    specs = specs or load_registry()
     for pipe in pipes:
         runner, why = runnable(pipe.kernel, device)
         # a setting that takes no mask the problem needs is not run (registry.mask_reasons), in every sweep's worker

@@ -85,7 +85,8 @@ class SweepContext:
     def measure(self, p: AttentionProblem, pipes: list[Pipeline]) -> list[Row]:
         if self.measurer is not None:
             return self.measurer.measure(p, pipes, self.opts, self.report.seconds)
-        return measure_problem(p, pipes, self.device, self.timer, self.opts, clock=self.report.seconds)
+        return measure_problem(p, pipes, self.device, self.timer, self.opts, clock=self.report.seconds,
+                               specs=self.registry)
 
     def stopping(self) -> bool:
         o = self.opts
