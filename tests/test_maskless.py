@@ -25,6 +25,14 @@ SDPA = load_registry()["torch-sdpa"]
 GEOMETRY = dict(num_qo_heads=40, num_kv_heads=8, head_dim=128, page_size=16)
 
 
+def flash_maskless_on_cpu(tmp_path):
+    """A user's kernels.toml declaring SDPA's flash backend maskless on the CPU too (there it takes a mask, so
+    the CPU tests can see what the sweep does with such a setting): tmp_path/kernels.toml."""
+    builtin = BUILTIN.read_text()
+    (tmp_path / "kernels.toml").write_text(builtin[builtin.index('[[kernel]]\nid = "torch-sdpa"'):]
+                                           + '\nmaskless.cpu.backend = ["flash"]\n')
+
+
 @pytest.mark.parametrize(("problem", "need"), [
     (AttentionProblem.from_seq_lens(seq_lens=[500] * 7 + [16000], phase="decode", **GEOMETRY),
      "a batch of requests of mixed lengths"),
@@ -62,9 +70,7 @@ def test_a_kernel_file_naming_a_setting_the_kernel_lacks_as_maskless_is_refused(
 def test_a_sweep_stores_a_maskless_setting_unsupported_with_why_and_never_runs_it(tmp_path):
     # on the CPU SDPA's flash backend takes a mask; declared maskless in a user's kernel file (read by the sweep's
     # worker process too), the sweep must not run it
-    builtin = BUILTIN.read_text()
-    sdpa = builtin[builtin.index('[[kernel]]\nid = "torch-sdpa"'):]
-    (tmp_path / "kernels.toml").write_text(sdpa + '\nmaskless.cpu.backend = ["flash"]\n')
+    flash_maskless_on_cpu(tmp_path)
     prefill, uniform = small(phase="prefill", batch_size=1, q_len=16, kv_len=64), small()
     (tmp_path / "problems.jsonl").write_text("".join(json.dumps(p.to_dict()) + "\n" for p in (prefill, uniform)))
     db = tmp_path / "h.db"
@@ -90,9 +96,7 @@ def test_a_sweep_stores_a_maskless_setting_unsupported_with_why_and_never_runs_i
 
 
 def test_the_adaptive_screen_never_files_a_maskless_setting_as_screened(tmp_path, db_path, cpu, monkeypatch):
-    builtin = BUILTIN.read_text()
-    (tmp_path / "kernels.toml").write_text(builtin[builtin.index('[[kernel]]\nid = "torch-sdpa"'):]
-                                           + '\nmaskless.cpu.backend = ["flash"]\n')
+    flash_maskless_on_cpu(tmp_path)
     monkeypatch.setenv("SWITCHYARD_KERNELS", str(tmp_path / "kernels.toml"))
     prefill = small(phase="prefill", batch_size=1, q_len=16, kv_len=64)
     s = Store(db_path)
@@ -107,9 +111,7 @@ def test_a_rest_sweep_job_counts_as_measured_only_what_ran(tmp_path, monkeypatch
     """GET /v1/sweeps/{id}: `measured` counts the pipelines run, as the CLI's summary does; the unsupported
     maskless setting is in `counts`, not in `measured`."""
     from tests.conftest import in_process
-    builtin = BUILTIN.read_text()
-    (tmp_path / "kernels.toml").write_text(builtin[builtin.index('[[kernel]]\nid = "torch-sdpa"'):]
-                                           + '\nmaskless.cpu.backend = ["flash"]\n')
+    flash_maskless_on_cpu(tmp_path)
     monkeypatch.setenv("SWITCHYARD_KERNELS", str(tmp_path / "kernels.toml"))
     prefill = small(phase="prefill", batch_size=1, q_len=16, kv_len=64)
     with in_process(tmp_path / "h.db", token="t") as c:
@@ -126,9 +128,7 @@ def test_a_rest_sweep_job_counts_as_measured_only_what_ran(tmp_path, monkeypatch
 def test_default_tactics_take_the_first_setting_that_takes_the_mask_a_problem_needs(tmp_path):
     """--tactics default: a masked problem gets SDPA's first backend that takes a mask (math on the CPU here,
     efficient on CUDA), not a default that could only be stored unsupported; a maskless problem keeps flash."""
-    builtin = BUILTIN.read_text()
-    (tmp_path / "kernels.toml").write_text(builtin[builtin.index('[[kernel]]\nid = "torch-sdpa"'):]
-                                           + '\nmaskless.cpu.backend = ["flash"]\n')
+    flash_maskless_on_cpu(tmp_path)
     reg = load_registry(extra=str(tmp_path / "kernels.toml"))
     cpu = describe("cpu")
     prefill = small(phase="prefill", batch_size=1, q_len=16, kv_len=64)
@@ -141,9 +141,7 @@ def test_default_tactics_take_the_first_setting_that_takes_the_mask_a_problem_ne
 def test_a_sweep_given_a_registry_in_code_keeps_its_maskless_settings_unrun(tmp_path, db_path, cpu):
     """run_sweep(registry=...) without $SWITCHYARD_KERNELS: the registry passed is the one whose maskless
     settings are stored unsupported (in this process; a worker process reads its own)."""
-    builtin = BUILTIN.read_text()
-    (tmp_path / "kernels.toml").write_text(builtin[builtin.index('[[kernel]]\nid = "torch-sdpa"'):]
-                                           + '\nmaskless.cpu.backend = ["flash"]\n')
+    flash_maskless_on_cpu(tmp_path)
     prefill = small(phase="prefill", batch_size=1, q_len=16, kv_len=64)
     s = Store(db_path)
     run_sweep([prefill], cpu, s, WallTimer(TimingConfig(rounds=3, round_s=0.001)),
