@@ -178,7 +178,7 @@ class JobManager:
             job.done += 1
             if job.first is None and not outcome.resumed:
                 job.first = (time.time(), job.done - job.resumed)
-            job.measured += sum(ran(r) for r in outcome.rows)    # as the CLI counts: run, not screened
+            job.measured += sum(ran(r) for r in outcome.rows)    # as the CLI counts: neither screened nor unsupported
             for r in outcome.rows:
                 job.counts[r["status"]] = job.counts.get(r["status"], 0) + 1
         try:

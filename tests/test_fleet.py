@@ -112,3 +112,13 @@ def test_a_slower_device_is_kept_apart_and_the_report_says_so(tmp_path):
                                    "environments e on e.id = m.env_id where m.pipeline = 'sleeper[ms=12]'"):
         times.setdefault(key, {})[name.endswith("[cpu#1]")] = us
     assert len(times) == 2 and all(t[True] - t[False] > 6000 for t in times.values()), times
+    # a rerun where the kept-apart environment lost a row (as a crash would leave it) calibrates and resumes it;
+    # one more finds everything measured and times nothing
+    c.execute("delete from measurements where rowid = (select m.rowid from measurements m join environments e "
+              "on e.id = m.env_id where e.device_name like '%[cpu#1]' limit 1)")
+    c.commit()
+    again = _sweep(["--devices", "cpu,cpu"], _sleeper_env(tmp_path, "cpu#1:2.0"), db, probs)
+    assert again.returncode == 0 and "kept apart" in again.stdout and "1 pipelines measured" in again.stdout, \
+        again.stdout
+    last = _sweep(["--devices", "cpu,cpu"], _sleeper_env(tmp_path, "cpu#1:2.0"), db, probs)
+    assert "0 pipelines measured" in last.stdout and "nothing left to measure" in last.stdout, last.stdout

@@ -5,7 +5,8 @@ in; the parent alone writes the store, one transaction per problem, as results a
 Devices of one model share an environment (their decisions serve any GPU of that model) only if
 they agree: before the sweep every device times the same few calibration problems, and a device
 whose times differ from the first device of its model by more than the noise is kept apart, in an
-environment of its own named after it (it then sweeps the whole problem list itself)."""
+environment of its own named after it (it then sweeps the whole problem list itself). A rerun whose
+environments already hold the whole plan times nothing: its devices share the first one's."""
 from __future__ import annotations
 
 import dataclasses
@@ -148,15 +149,16 @@ def _measure_each(workers: dict[str, IsolatedMeasurer], jobs: dict[str, list], o
 
 def calibrate(devices: list[DeviceInfo], workers: dict[str, IsolatedMeasurer], items: Planned,
               opts: SweepOptions, failed: dict[str, BaseException],
-              finished: Callable[[DeviceInfo], bool] = lambda d: False) -> tuple[list[Group], list[Calibration]]:
+              finished: Callable[[list[DeviceInfo]], bool] = lambda ds: False
+              ) -> tuple[list[Group], list[Calibration]]:
     """Group the devices into environments (see the module docstring); a device whose worker cannot start
-    is left out, into `failed` (an error if none is left). A model whose first device's environment
-    is `finished` (holds the whole plan: a rerun) is not calibrated again, so a rerun measures nothing."""
+    is left out, into `failed` (an error if none is left). A model whose devices are `finished` (their
+    environments hold the whole plan: a rerun) is not calibrated again, so a rerun measures nothing."""
     by_model: dict[str, list[DeviceInfo]] = {}
     for d in devices:
         by_model.setdefault(d.name, []).append(d)
     cal = calibration_set(items)
-    done = {m for m, ds in by_model.items() if len(ds) > 1 and finished(ds[0])}
+    done = {m for m, ds in by_model.items() if len(ds) > 1 and finished(ds)}
     multi = [d for m, ds in by_model.items() if len(ds) > 1 and m not in done for d in ds]
     rows = _measure_each(workers, {label(d): cal for d in multi}, opts, failed) if cal and multi else {}
     by_model = {m: kept for m, ds in by_model.items() if (kept := [d for d in ds if label(d) not in failed])}
@@ -177,16 +179,24 @@ def calibrate(devices: list[DeviceInfo], workers: dict[str, IsolatedMeasurer], i
             if c.agrees:
                 shared.append(d)
             else:
-                groups.append(Group(dataclasses.replace(d, name=f"{name} [{label(d)}]"), [d]))
+                groups.append(Group(kept_apart(d), [d]))
         groups.insert(0, Group(ref, shared))
     return groups, verdicts
 
 
-def holds_plan(store: Store, device: DeviceInfo, mode: str, planned: Planned, retry_failed: bool) -> bool:
-    """Whether the device's environment already holds every planned pipeline."""
-    env = store.existing_environment(device, mode)
-    return env is not None and all({pp.id for pp in pipes} <= store.measured_pipelines(env, p, retry_failed)
-                                   for p, pipes in planned)
+def kept_apart(d: DeviceInfo) -> DeviceInfo:
+    """The device as the environment of its own records it, where calibration kept it apart."""
+    return dataclasses.replace(d, name=f"{d.name} [{label(d)}]")
+
+
+def holds_plan(store: Store, devices: list[DeviceInfo], mode: str, planned: Planned, retry_failed: bool) -> bool:
+    """Whether the first device's environment holds every planned pipeline, and so does every environment
+    an earlier run kept one of the others apart in (an unfinished one is then calibrated for and resumed)."""
+    def holds(env: int | None) -> bool:
+        return env is not None and all({pp.id for pp in pipes} <= store.measured_pipelines(env, p, retry_failed)
+                                       for p, pipes in planned)
+    apart = [e for d in devices[1:] if (e := store.existing_environment(kept_apart(d), mode)) is not None]
+    return holds(store.existing_environment(devices[0], mode)) and all(holds(e) for e in apart)
 
 
 def sweep_devices(problems: list[AttentionProblem], devices: list[DeviceInfo], store: Store, mode: str,
@@ -206,7 +216,7 @@ def sweep_devices(problems: list[AttentionProblem], devices: list[DeviceInfo], s
     failed: dict[str, BaseException] = {}
     try:
         groups, verdicts = calibrate(devices, workers, planned, opts, failed,
-                                     lambda d: holds_plan(store, d, mode, planned, opts.retry_failed))
+                                     lambda ds: holds_plan(store, ds, mode, planned, opts.retry_failed))
         report.notes += [f"{name} stopped: {type(e).__name__}: {e}" for name, e in failed.items()]
         report.notes += [c.note() for c in verdicts]
         if on_plan:

@@ -139,7 +139,7 @@ def measure_problem(p: AttentionProblem, pipes: list[Pipeline], device: DeviceIn
         x, copies = INPUTS.get(p, device, opts.seed)
     rows: dict[str, Row] = {}
     fns, errs = {}, {}
-    specs = specs or load_registry()
+    specs = load_registry() if specs is None else specs
     for pipe in pipes:
         runner, why = runnable(pipe.kernel, device)
         # a setting that takes no mask the problem needs is not run (registry.mask_reasons), in every sweep's worker
