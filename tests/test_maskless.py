@@ -16,6 +16,7 @@ from dispatcher.pipeline import candidates
 from dispatcher.problem import AttentionProblem
 from dispatcher.registry import BUILTIN, RegistryError, load_registry, mask_reasons, tactic_reasons
 from tests.conftest import ROOT, small
+from tuner.options import SweepOptions
 from tuner.store import Store
 from tuner.sweep import run_sweep
 from tuner.timing import TimingConfig
@@ -149,3 +150,19 @@ def test_a_sweep_given_a_registry_in_code_keeps_its_maskless_settings_unrun(tmp_
     s.close()
     assert sqlite3.connect(db_path).execute("select pipeline, status from measurements order by pipeline").fetchall() \
         == [("torch-sdpa[backend=flash]", "unsupported"), ("torch-sdpa[backend=math]", "ok")]
+
+
+def test_an_optuna_search_starts_from_the_setting_that_takes_the_mask(tmp_path, db_path, cpu, monkeypatch):
+    """--tactics optuna on a masked problem: SDPA's search starts from math (the default that takes the mask) and
+    keeps flash as a refused trial with the reason, rather than searching nothing."""
+    flash_maskless_on_cpu(tmp_path)
+    monkeypatch.setenv("SWITCHYARD_KERNELS", str(tmp_path / "kernels.toml"))
+    prefill = small(phase="prefill", batch_size=1, q_len=16, kv_len=64)
+    s = Store(db_path)
+    run_sweep([prefill], cpu, s, WallTimer(TimingConfig(rounds=3, round_s=0.001)), SweepOptions(tactics="optuna"),
+              registry=load_registry())
+    s.close()
+    trials = sqlite3.connect(db_path).execute("select base, pipeline, status from tactic_trials").fetchall()
+    assert {base for base, _, _ in trials} == {"torch-sdpa[backend=math]"}
+    assert {(pid, status.split(":")[0]) for _, pid, status in trials} == {
+        ("torch-sdpa[backend=math]", "ok"), ("torch-sdpa[backend=flash]", "refused")}

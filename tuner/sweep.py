@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from dispatcher.device import DeviceInfo
-from dispatcher.pipeline import Pipeline, candidates
+from dispatcher.pipeline import Pipeline, candidates, default_tactic
 from dispatcher.problem import AttentionProblem
 from dispatcher.registry import KernelSpec, load_registry, mask_reasons, tactic_reasons
 
@@ -154,7 +154,7 @@ def sweep_one(ctx: SweepContext, p: AttentionProblem, pipes: list[Pipeline]) -> 
              and not mask_reasons(ctx.registry[pp.kernel], pp.tactic_dict(), p, ctx.device)}
     skip = ctx.screen(p, pipes, fresh) if ctx.screen and fresh else {}
     todo = [pp for pp in todo if pp.id not in skip]
-    search = ([pp for pp in tunable(pipes, ctx.registry, ctx.device) if not ctx.store.tuned(ctx.env_id, p, pp.id)]
+    search = ([pp for pp in tunable(pipes, ctx.registry, ctx.device, p) if not ctx.store.tuned(ctx.env_id, p, pp.id)]
               if ctx.opts.tactics == "optuna" else [])
     outcome = ProblemOutcome(p, resumed=not todo and not search and not skip,
                              kept_failed=sum(stored.get(pp.id) in RETRIED for pp in pipes if pp.id in done))
@@ -177,13 +177,22 @@ def sweep_one(ctx: SweepContext, p: AttentionProblem, pipes: list[Pipeline]) -> 
         ctx.on_problem(outcome)
 
 
-def tunable(pipes: list[Pipeline], registry: dict[str, KernelSpec], device: DeviceInfo) -> list[Pipeline]:
-    """The default-tactic pipelines whose kernel declares more than one setting to search."""
+def search_start(spec: KernelSpec, p: AttentionProblem, device: DeviceInfo) -> dict[str, Any]:
+    """Where a tactic search of `spec` for `p` starts: each tune knob's first value, but the tactics of the
+    problem's default setting (pipeline.default_tactic: one that takes the mask `p` needs)."""
+    space = spec.tune_space(device.kind)
+    return {k: v[0] for k, v in space.items()} | {k: v for k, v in default_tactic(spec, p, device) if k in space}
+
+
+def tunable(pipes: list[Pipeline], registry: dict[str, KernelSpec], device: DeviceInfo,
+            p: AttentionProblem) -> list[Pipeline]:
+    """The default-tactic pipelines (for `p`) whose kernel declares more than one setting to search."""
     out = []
     for pp in pipes:
-        space = registry[pp.kernel].tune_space(device.kind)
-        if space_size(space) > 1 and pp.tactic == canonical({k: v[0] for k, v in space.items()}, space,
-                                                            set(registry[pp.kernel].tactic_space(device.kind))):
+        spec = registry[pp.kernel]
+        space = spec.tune_space(device.kind)
+        if space_size(space) > 1 and pp.tactic == canonical(search_start(spec, p, device), space,
+                                                            set(spec.tactic_space(device.kind))):
             out.append(pp)
     return out
 
@@ -201,5 +210,6 @@ def search_tactics(ctx: SweepContext, p: AttentionProblem, base: Pipeline,
         return [], []                   # the default does not run (accurately) here: nothing to tune against
     res = tune(base, spec.tune_space(ctx.device.kind), set(spec.tactic_space(ctx.device.kind)),
                lambda pipes: ctx.measure(p, pipes), trials=ctx.opts.trials, seed=ctx.opts.seed, known=known,
+               start=search_start(spec, p, ctx.device),
                refused=lambda pipe: tactic_reasons(spec, pipe.tactic_dict(), p, ctx.device))
     return res.rows, res.trials

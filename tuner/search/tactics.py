@@ -48,17 +48,18 @@ class TuneResult:
 def tune(base: Pipeline, space: dict[str, tuple], grid_knobs: set[str],
          measure: Callable[[list[Pipeline]], list[dict]], trials: int = 16, seed: int = 0,
          known: dict[str, float] | None = None,
-         refused: Callable[[Pipeline], list[str]] | None = None) -> TuneResult:
+         refused: Callable[[Pipeline], list[str]] | None = None, start: dict | None = None) -> TuneResult:
     """Search `space` for the fastest tactic of `base` on one problem.
 
     measure(pipelines) -> result rows (median_us, status...), timed interleaved when several;
     known: pipeline id -> median_us already in the store (not measured again);
     refused(pipeline) -> why the problem cannot plan that setting (registry.tactic_reasons): such a
-    trial is kept with status "refused: <why>" and not measured (FlashInfer would refuse its plan)."""
+    trial is kept with status "refused: <why>" and not measured (FlashInfer would refuse its plan);
+    start: the setting enqueued first, the one to beat (default: each knob's first value)."""
     import optuna
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     names = sorted(space)
-    default_params = {k: space[k][0] for k in names}
+    default_params = start or {k: space[k][0] for k in names}
     small = space_size(space) <= trials
     sampler = (optuna.samplers.GridSampler({k: list(space[k]) for k in names}, seed=seed) if small
                else optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(6, max(1, trials // 3))))
