@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from .problem import AttentionProblem
 from .table import Table, Timing
@@ -52,18 +53,19 @@ class Residuals:
         """The residuals of `pid` at the k nearest of `nearest` (nearest first) that ran it."""
         return [r[pid] for c in nearest if pid in (r := self.at(c))][:k]
 
-    def corrected(self, base: list[Timing], nearest: Sequence[AttentionProblem], k: int,
-                  std_weight: float) -> list[Timing]:
+    def corrected(self, base: list[Timing], nearest: Sequence[AttentionProblem], k: int, std_weight: float,
+                  wary: Callable[[Any], bool] = lambda pipeline: True) -> list[Timing]:
         """`base` (the prior), each pipeline scaled by its residuals at the k nearest of `nearest` (measured
-        mixed cells, nearest first) that ran it: exp(their mean + `std_weight` x their standard deviation),
-        so that a pipeline whose prior is off by different factors nearby (FA2-TC's own plan at 1.9-4 waves:
-        0.4-1.9x) reads slower; unscaled where none did. Its accuracy the worst of the prior's and those
-        cells' (a pipeline over the error budget in mixed batches stays over it)."""
+        mixed cells, nearest first) that ran it: exp(their mean + `std_weight` x their standard deviation)
+        where `wary(pipeline)`, so that a pipeline whose prior is off by different factors nearby (FA2-TC's
+        own plan at 1.9-4 waves: 0.4-1.9x) reads slower, else exp(their mean); unscaled where none did. Its
+        accuracy the worst of the prior's and those cells' (a pipeline over the error budget in mixed batches
+        stays over it)."""
         out = []
         for t in base:
             used = self.used(t.pipeline.id, nearest, k)
             logs = [r for r, _ in used]
-            f = math.exp(_mean_plus_std(logs, std_weight)) if used else 1.0
+            f = math.exp(_mean_plus_std(logs, std_weight if wary(t.pipeline) else 0.0)) if used else 1.0
             errs = [e for e in (t.relerr, *(e for _, e in used)) if e is not None]
             out.append(Timing(t.pipeline, t.median_us * f, t.spread_us * f, max(errs) if errs else None))
         return out

@@ -13,14 +13,12 @@ Settings live in one value (PredictorConfig, a JSON file for `tuner evaluate --p
 - between_rows(p): for a batch size never measured, each pipeline's time in the measured batch
                 sizes either side (each within its own row, by the estimators above), interpolated
                 in log time over log batch (with between_rows on).
-
 - split_rows(p): decode, a batch size never measured, kernels that split a batch by its size alone
                 (`split_kv` in kernels.toml): the kernel's time in the measured batch sizes either side,
                 interpolated in log time over log of the busiest SM's work (FP8 XQA runs batch 41 of 2
                 KV heads as it runs batch 64: one CTA per request and head, one wave); for "resident"
                 rules over log batch, but with a step where the busiest SM's load rises (a second CTA
                 joins the first on some SM: BF16 XQA at batch 17 of 8 KV heads costs 1.4x batch 16).
-
 - ragged_prior(p): a mixed batch: each pipeline from uniform batches, at the mean, plus the longest
                 request alone for kernels whose time follows the longest request (`ragged` in
                 kernels.toml); where the family has mixed batches measured (FP8 KV), scaled by its error at
@@ -40,6 +38,7 @@ per decided cell, never on choose()'s hot path."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -261,6 +260,13 @@ class FittedModel:
         mixed batches measured and uniform ones (a family measured mixed only keeps its planes)."""
         return self._uniform is not None and p.family() in self._mixed and p.family() in self._uniform.table.by_family
 
+    def _wary(self, p: AttentionProblem) -> Callable[[Any], bool]:
+        """Whose corrections at p take the standard deviation term (PredictorConfig.mixed_residual_std_*)."""
+        waves = p.batch_size * p.num_kv_heads / self.sm_count if self.sm_count else 0.0
+        scope = self.config.mixed_residual_std_scope
+        return lambda pipe: waves >= self.config.mixed_residual_std_waves and not (
+            (scope >= 1 and self.ragged.get(pipe.kernel) == "longest") or (scope >= 2 and fixed_split(pipe)))
+
     def _mixed_near(self, p: AttentionProblem) -> list[AttentionProblem]:
         here = self.x(p)
         return sorted((c for c in self.table.by_family.get(p.family(), []) if c.skew > 1),
@@ -361,7 +367,8 @@ class FittedModel:
             if p.skew == 1:
                 return self._uniform.predict(p, stepped)
             return self._residuals.corrected(self._uniform.ragged_prior(p), self._mixed_near(p),
-                                             self.config.mixed_residual_k, self.config.mixed_residual_std)
+                                             self.config.mixed_residual_k, self.config.mixed_residual_std,
+                                             self._wary(p))
         if self.uses_ragged_prior(p):
             return self.ragged_prior(p)
         if self.config.between_rows:

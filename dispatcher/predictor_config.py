@@ -45,6 +45,10 @@ class PredictorConfig:
                                   # scaled by its error at this many nearest of them (dispatcher/mixed_residual.py)
     mixed_residual_std: float = 1.0  # ... by exp(mean + this x standard deviation) of those log errors: where the
                                      # nearest disagree on the prior's error, the pipeline reads slower
+    mixed_residual_std_waves: float = 1.0  # ... from this many waves of CTAs (batch x KV heads / SMs) on only,
+    mixed_residual_std_scope: int = 2      # ... and for 0: every pipeline, 1: all but per-request kernels (XQA),
+                                           # 2: balanced plans only (FA2-TC's own), not a fixed split either: their
+                                           # priors fit (0 and 0: the rule before; benchmarks/results/mixed-std-scope/)
     mixed_residual_16bit_kv: int = 0  # 1: so do a BF16 or FP16 KV family's measured mixed batches (0: the model
                                       # leaves them out where the family has uniform ones to read them from:
                                       # benchmarks/results/bf16-mixed-corrections/)
