@@ -1,12 +1,14 @@
 """How far the shipped table's learned times are from the measured ones on the H200's random mixed FP8-KV
 batches, by region, and where the choices that miss by more than 5% fall (run.sh says how it is run).
 
-Usage: bias.py HEURISTICS_DB MIXED_DB...   (each MIXED_DB: a random mixed set measured on the H200)"""
+Usage: bias.py HEURISTICS_DB PREDICTOR_CONFIG_JSON MIXED_DB...   (each MIXED_DB: a random mixed set measured on
+the H200; the JSON file: PredictorConfig settings, {} for the shipped ones)"""
 import collections
 import math
 import sys
 
 from dispatcher.dispatch import default_timing_mode, load, read_rows
+from dispatcher.predictor_config import PredictorConfig
 from dispatcher.table import measured_problems
 
 FAMILIES = {"xqa": "trtllm-xqa[", "fa2-tc split auto": "fa2-tc[fixed_split_size=0]",
@@ -23,8 +25,8 @@ def family(pid: str) -> str | None:
     return next((f for f, prefix in FAMILIES.items() if pid.startswith(prefix)), None)
 
 
-def main(heuristics: str, sets: list[str]) -> None:
-    d = load(heuristics, "NVIDIA H200")
+def main(heuristics: str, config: str, sets: list[str]) -> None:
+    d = load(heuristics, "NVIDIA H200", predictor=PredictorConfig.from_file(config))
     ratios = collections.defaultdict(list)       # (region, family) -> log(predicted / measured)
     misses = collections.Counter()               # (region, chosen family -> best family) with regret > 1.05
     count = collections.Counter()
@@ -55,4 +57,4 @@ def main(heuristics: str, sets: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2:])
+    main(sys.argv[1], sys.argv[2], sys.argv[3:])
