@@ -3,10 +3,11 @@
 The prior reads a mixed batch from uniform ones; where the family has mixed batches measured, each
 pipeline's prior time at the query is multiplied by how far off the prior was at the nearest measured
 mixed batches: exp(mean + w x standard deviation) of log(measured / prior) over the `k` nearest in
-feature space that ran the pipeline (w: PredictorConfig.mixed_residual_std; one such batch: its own
-factor). Read as local planes with skew as one more size, the same measurements made decisions
-worse (benchmarks/results/mixed-residual/): a few hundred mixed points spread over four dimensions
-leave planes far from the query, and the uniform cells' planes bent by them."""
+feature space that ran the pipeline (w: PredictorConfig.mixed_residual_std, for the pipelines that
+PredictorConfig.mixed_residual_std_waves and _scope name, else 0; one such batch: its own factor).
+Read as local planes with skew as one more size, the same measurements made decisions worse
+(benchmarks/results/mixed-residual/): a few hundred mixed points spread over four dimensions leave
+planes far from the query, and the uniform cells' planes bent by them."""
 from __future__ import annotations
 
 import math

@@ -260,9 +260,9 @@ class FittedModel:
         mixed batches measured and uniform ones (a family measured mixed only keeps its planes)."""
         return self._uniform is not None and p.family() in self._mixed and p.family() in self._uniform.table.by_family
 
-    def _wary(self, p: AttentionProblem) -> Callable[[Any], bool]:
+    def counts_spread(self, p: AttentionProblem) -> Callable[[Any], bool]:
         """Whose corrections at p take the standard deviation term (PredictorConfig.mixed_residual_std_*)."""
-        waves = p.batch_size * p.num_kv_heads / self.sm_count if self.sm_count else 0.0
+        waves = p.batch_size * p.num_kv_heads / self.sm_count if self.sm_count else math.inf
         scope = self.config.mixed_residual_std_scope
         return lambda pipe: waves >= self.config.mixed_residual_std_waves and not (
             (scope >= 1 and self.ragged.get(pipe.kernel) == "longest") or (scope >= 2 and fixed_split(pipe)))
@@ -368,7 +368,7 @@ class FittedModel:
                 return self._uniform.predict(p, stepped)
             return self._residuals.corrected(self._uniform.ragged_prior(p), self._mixed_near(p),
                                              self.config.mixed_residual_k, self.config.mixed_residual_std,
-                                             self._wary(p))
+                                             self.counts_spread(p))
         if self.uses_ragged_prior(p):
             return self.ragged_prior(p)
         if self.config.between_rows:

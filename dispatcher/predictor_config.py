@@ -13,7 +13,7 @@ from typing import Any
 class PredictorConfig:
     """Every setting of the learned model. The uniform-batch defaults were picked on two H200 grids
     (2026-12-03c, -04b) and are reported on three others (benchmarks/results/predictor-2026-12-05/); the
-    mixed-batch ones where their comments point (the last: benchmarks/results/fp8-mixed-prior/)."""
+    mixed-batch ones where their comments point (the last: benchmarks/results/mixed-std-scope/)."""
     k_nearest: int = 6            # measured points a local plane is fitted through
     ridge: float = 1e-3           # so that a size that does not vary (q_len in decode) costs nothing
     support_near: int = 3         # nearest measured shapes a pipeline must mostly have run at
@@ -45,10 +45,12 @@ class PredictorConfig:
                                   # scaled by its error at this many nearest of them (dispatcher/mixed_residual.py)
     mixed_residual_std: float = 1.0  # ... by exp(mean + this x standard deviation) of those log errors: where the
                                      # nearest disagree on the prior's error, the pipeline reads slower
-    mixed_residual_std_waves: float = 1.0  # ... from this many waves of CTAs (batch x KV heads / SMs) on only,
+    mixed_residual_std_waves: float = 1.0  # ... from this many waves of CTAs (batch x KV heads / SMs; any, where
+                                           # the SM count is unknown) on only,
     mixed_residual_std_scope: int = 2      # ... and for 0: every pipeline, 1: all but per-request kernels (XQA),
-                                           # 2: balanced plans only (FA2-TC's own), not a fixed split either: their
-                                           # priors fit (0 and 0: the rule before; benchmarks/results/mixed-std-scope/)
+                                           # 2: balanced plans only (FA2-TC's and FA3's own), not a fixed split
+                                           # either: their priors fit (0 and 0: the rule before;
+                                           # benchmarks/results/mixed-std-scope/)
     mixed_residual_16bit_kv: int = 0  # 1: so do a BF16 or FP16 KV family's measured mixed batches (0: the model
                                       # leaves them out where the family has uniform ones to read them from:
                                       # benchmarks/results/bf16-mixed-corrections/)
@@ -77,6 +79,10 @@ class PredictorConfig:
             if v < least:
                 raise ValueError(f"predictor setting {k}={v!r} is under {least}: {why_least} "
                                  f"(the default: {getattr(defaults, k)!r})")
+            most, why_most = AT_MOST.get(k, (math.inf, ""))
+            if v > most:
+                raise ValueError(f"predictor setting {k}={v!r} is over {most}: {why_most} "
+                                 f"(the default: {getattr(defaults, k)!r})")
         values: dict[str, Any] = {k: want_cast(getattr(defaults, k), v) for k, v in data.items()}
         return replace(defaults, **values)
 
@@ -94,6 +100,8 @@ class PredictorConfig:
 
 
 AT_LEAST = {"k_nearest": (1, "a plane needs at least one measured point")}     # setting: (least, why)
+AT_MOST = {"mixed_residual_std_scope": (2, "0 is every pipeline, 1 all but per-request kernels, 2 balanced plans "
+                                           "only")}                              # setting: (most, why)
 
 
 def want_cast(default: object, value: float) -> int | float:

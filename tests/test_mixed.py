@@ -395,3 +395,25 @@ def test_a_default_plan_whose_nearby_corrections_disagree_is_not_chosen_on_one_o
     assert measured[chosen] <= 1.05 * min(measured.values()), chosen
     naive = load(ROOT / "heuristics.db", "NVIDIA H200", predictor=PredictorConfig(mixed_residual_std=0)).choose(p)
     assert naive.pipeline == "fa2-tc[fixed_split_size=0]" and measured[naive.pipeline] > 1.7 * min(measured.values())
+
+
+def test_the_corrections_spread_counts_for_a_balanced_plan_from_one_wave():
+    """PredictorConfig.mixed_residual_std_waves / _scope: which pipelines' corrections read slower where the nearest
+    measured mixed batches disagree (benchmarks/results/mixed-std-scope/)."""
+    from dispatcher.predictor import Predictor, PredictorConfig
+    table = Table.from_rows([])
+    fixed = Pipeline("fa2-tc", "bf16", "fp8", "bf16", tactic=(("fixed_split_size", 1024),))
+    geometry = dict(TP4, num_qo_heads=40, num_kv_heads=8)
+
+    def counted(batch, device=H200, **settings):
+        p = AttentionProblem(**geometry, batch_size=batch, kv_len=2048, max_kv_len=6144)
+        counts = Predictor(PredictorConfig(**settings)).fit(table, device).counts_spread(p)
+        return {pipe.kernel + ("-fixed" if pipe is fixed else ""): counts(pipe) for pipe in (XQA, TC, fixed)}
+    assert counted(16) == {"trtllm-xqa": False, "fa2-tc": False, "fa2-tc-fixed": False}     # 128 CTAs on 132 SMs
+    assert counted(17) == {"trtllm-xqa": False, "fa2-tc": True, "fa2-tc-fixed": False}      # 136: past one wave
+    assert counted(17, mixed_residual_std_scope=1) == {"trtllm-xqa": False, "fa2-tc": True, "fa2-tc-fixed": True}
+    assert all(counted(16, mixed_residual_std_waves=0, mixed_residual_std_scope=0).values())   # the rule before
+    unknown = dataclasses.replace(H200, sm_count=0)        # no SM count: no wave threshold to hold it back
+    assert counted(4, device=unknown) == {"trtllm-xqa": False, "fa2-tc": True, "fa2-tc-fixed": False}
+    with pytest.raises(ValueError, match="mixed_residual_std_scope=3 is over 2"):
+        PredictorConfig.from_dict({"mixed_residual_std_scope": 3})

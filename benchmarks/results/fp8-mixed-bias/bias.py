@@ -25,9 +25,19 @@ def family(pid: str) -> str | None:
     return next((f for f, prefix in FAMILIES.items() if pid.startswith(prefix)), None)
 
 
+def table(title: str, logs: dict, count: collections.Counter) -> None:
+    print(title)
+    print(f"{'heads':6s} {'batch':12s} {'skew':15s} {'n':>4s} " + " ".join(f"{f:>18s}" for f in FAMILIES))
+    for r in sorted(count):
+        cells = [logs.get((r, f), []) for f in FAMILIES]
+        print(f"{r[0]:6s} {r[1]:12s} {r[2]:15s} {count[r]:4d} "
+              + " ".join(f"{math.exp(sum(c) / len(c)):18.3f}" if c else f"{'-':>18s}" for c in cells))
+
+
 def main(heuristics: str, config: str, sets: list[str]) -> None:
     d = load(heuristics, "NVIDIA H200", predictor=PredictorConfig.from_file(config))
     ratios = collections.defaultdict(list)       # (region, family) -> log(predicted / measured)
+    priors = collections.defaultdict(list)       # the same for the prior alone: uniform batches, no corrections
     misses = collections.Counter()               # (region, chosen family -> best family) with regret > 1.05
     count = collections.Counter()
     for db in sets:
@@ -37,20 +47,21 @@ def main(heuristics: str, config: str, sets: list[str]) -> None:
             r = region(p)
             count[r] += 1
             predicted = {t.pipeline.id: t.median_us for t in d.model.predict(p.cell())}
+            prior = ({t.pipeline.id: t.median_us for t in d.model._uniform.ragged_prior(p.cell())}
+                     if d.model._corrects(p.cell()) else {})
             for pid, t in ts.items():
                 if family(pid) and pid in predicted:
                     ratios[(r, family(pid))].append(math.log(predicted[pid] / t.median_us))
+                if family(pid) and pid in prior:
+                    priors[(r, family(pid))].append(math.log(prior[pid] / t.median_us))
             dec = d.choose(p)
             chosen = ts.get(dec.pipeline)
             best = min(ts.values(), key=lambda t: t.median_us)
             if chosen and chosen.median_us / best.median_us > 1.05:
                 misses[(r, f"{family(chosen.pipeline.id)} -> {family(best.pipeline.id)}")] += 1
-    print("learned / measured time, geometric mean over the batches' pipelines of each kernel family")
-    print(f"{'heads':6s} {'batch':12s} {'skew':15s} {'n':>4s} " + " ".join(f"{f:>18s}" for f in FAMILIES))
-    for r in sorted(count):
-        cells = [ratios.get((r, f), []) for f in FAMILIES]
-        print(f"{r[0]:6s} {r[1]:12s} {r[2]:15s} {count[r]:4d} "
-              + " ".join(f"{math.exp(sum(c) / len(c)):18.3f}" if c else f"{'-':>18s}" for c in cells))
+    table("learned / measured time, geometric mean over the batches' pipelines of each kernel family", ratios, count)
+    table("\nthe prior alone (uniform batches, before the measured mixed batches correct it) / measured time",
+          priors, count)
     print("\nchoices more than 5% slower than the fastest: chosen -> fastest family")
     for (r, what), n in sorted(misses.items()):
         print(f"{r[0]:6s} {r[1]:12s} {r[2]:15s} {n:3d}  {what}")
