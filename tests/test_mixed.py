@@ -357,19 +357,23 @@ def test_corrections_that_disagree_nearby_read_the_pipeline_slower():
     assert {t.pipeline.id: t.median_us for t in scoped} == pytest.approx({XQA.id: 100.0, TC.id: 100.0})
 
 
+def measured_h200_batch(tmp_path, name: str, batch: int, geometry: dict) -> tuple[AttentionProblem, dict[str, float]]:
+    """The FP8-KV, BF16-out batch of `batch` requests in H200 mixed set `name` (benchmarks/results/h200-2026-12-06/),
+    as its lengths give it, and each pipeline's measured time there."""
+    db = tmp_path / f"{name}.db"
+    db.write_bytes(lzma.decompress((ROOT / f"benchmarks/results/h200-2026-12-06/{name}.db.xz").read_bytes()))
+    rows = sqlite3.connect(db).execute(
+        "select lengths, pipeline, median_us from measurements where batch_size = ? and num_kv_heads = ? "
+        "and kv_dtype = 'fp8' and out_dtype = 'bf16' and status = 'ok'", [batch, geometry["num_kv_heads"]]).fetchall()
+    return AttentionProblem.from_seq_lens(seq_lens=json.loads(rows[0][0]), **geometry), {p: us for _, p, us in rows}
+
+
 def test_a_fixed_split_is_not_read_slower_for_corrections_that_disagree(tmp_path):
     # mixed seed 1's batch of 59 (40/8, FP8 KV, BF16 out; mean 6001, longest 40766), measured on the H200: FA2-TC
     # with a fixed split 480 us, XQA 612-616. With the standard deviation term on every pipeline, the fixed
     # split read slower than XQA and XQA was chosen, 1.28x (benchmarks/results/mixed-std-scope/)
     from dispatcher.predictor import PredictorConfig
-    db = tmp_path / "mixed1.db"
-    db.write_bytes(lzma.decompress((ROOT / "benchmarks/results/h200-2026-12-06/mixed1.db.xz").read_bytes()))
-    rows = sqlite3.connect(db).execute(
-        "select lengths, pipeline, median_us from measurements where batch_size = 59 and num_kv_heads = 8 "
-        "and kv_dtype = 'fp8' and out_dtype = 'bf16' and status = 'ok'").fetchall()
-    measured = {pipe: us for _, pipe, us in rows}
-    p = AttentionProblem.from_seq_lens(seq_lens=json.loads(rows[0][0]), phase="decode", num_qo_heads=40,
-                                       num_kv_heads=8, head_dim=128, page_size=16, kv_dtype="fp8")
+    p, measured = measured_h200_batch(tmp_path, "mixed1", 59, dict(TP4, num_qo_heads=40, num_kv_heads=8))
     assert (p.batch_size, p.kv_len, p.max_kv_len) == (59, 6001, 40766)
     chosen = load(ROOT / "heuristics.db", "NVIDIA H200").choose(p).pipeline
     assert measured[chosen] <= 1.05 * min(measured.values()), chosen
@@ -383,13 +387,7 @@ def test_a_default_plan_whose_nearby_corrections_disagree_is_not_chosen_on_one_o
     # a fixed split 383 us, XQA 397, FA2-TC's own plan 685. That plan's prior is off by 0.4-1.9x at nearby
     # measured batches; taking their mean factor alone chose it (benchmarks/results/fp8-mixed-prior/)
     from dispatcher.predictor import PredictorConfig
-    db = tmp_path / "mixed2.db"
-    db.write_bytes(lzma.decompress((ROOT / "benchmarks/results/h200-2026-12-06/mixed2.db.xz").read_bytes()))
-    rows = sqlite3.connect(db).execute(
-        "select lengths, pipeline, median_us from measurements where batch_size = 139 and num_kv_heads = 2 "
-        "and kv_dtype = 'fp8' and out_dtype = 'bf16' and status = 'ok'").fetchall()
-    measured = {pipe: us for _, pipe, us in rows}
-    p = AttentionProblem.from_seq_lens(seq_lens=json.loads(rows[0][0]), **TP4)
+    p, measured = measured_h200_batch(tmp_path, "mixed2", 139, TP4)
     assert (p.batch_size, p.kv_len, p.max_kv_len) == (139, 3618, 38935)
     chosen = load(ROOT / "heuristics.db", "NVIDIA H200").choose(p).pipeline
     assert measured[chosen] <= 1.05 * min(measured.values()), chosen
