@@ -53,10 +53,14 @@ def balance_key(row: Mapping[str, Any]) -> tuple[str, float]:
     return p.key(), p.kv_balance
 
 
+def _cc(device: DeviceInfo) -> str:
+    return ".".join(map(str, device.compute_capability)) if device.compute_capability else ""
+
+
 def _env_key(device: DeviceInfo, timing_mode: str) -> str:
     v = device.versions
-    cc = ".".join(map(str, device.compute_capability)) if device.compute_capability else ""
-    return "|".join([device.name, cc, timing_mode, v.get("torch", ""), v.get("cuda", ""), v.get("flashinfer", "")])
+    return "|".join([device.name, _cc(device), timing_mode, v.get("torch", ""), v.get("cuda", ""),
+                     v.get("flashinfer", "")])
 
 
 class Store:
@@ -156,11 +160,10 @@ class Store:
         if found is not None:
             return found
         v = device.versions
-        cc = ".".join(map(str, device.compute_capability)) if device.compute_capability else ""
-        key = _env_key(device, timing_mode)
         with self.transaction():
             t = self.db["environments"].insert({
-                "key": key, "device_name": device.name, "device_kind": device.kind, "compute_capability": cc,
+                "key": _env_key(device, timing_mode), "device_name": device.name, "device_kind": device.kind,
+                "compute_capability": _cc(device),
                 "sm_count": device.sm_count, "memory_bytes": device.memory_bytes, "driver": str(v.get("driver", "")),
                 "cuda": v.get("cuda", ""), "torch": v.get("torch", ""), "flashinfer": v.get("flashinfer", ""),
                 "python": v.get("python", ""), "timing_mode": timing_mode, "created_at": now()})

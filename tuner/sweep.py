@@ -187,14 +187,13 @@ def search_start(spec: KernelSpec, p: AttentionProblem, device: DeviceInfo) -> d
 def tunable(pipes: list[Pipeline], registry: dict[str, KernelSpec], device: DeviceInfo,
             p: AttentionProblem) -> list[Pipeline]:
     """The default-tactic pipelines (for `p`) whose kernel declares more than one setting to search."""
-    out = []
-    for pp in pipes:
-        spec = registry[pp.kernel]
+    starts = {}                 # per kernel: the default tactic a search starts from, or None (nothing to search)
+    for kernel in {pp.kernel for pp in pipes}:
+        spec = registry[kernel]
         space = spec.tune_space(device.kind)
-        if space_size(space) > 1 and pp.tactic == canonical(search_start(spec, p, device), space,
-                                                            set(spec.tactic_space(device.kind))):
-            out.append(pp)
-    return out
+        starts[kernel] = (canonical(search_start(spec, p, device), space, set(spec.tactic_space(device.kind)))
+                          if space_size(space) > 1 else None)
+    return [pp for pp in pipes if starts[pp.kernel] is not None and pp.tactic == starts[pp.kernel]]
 
 
 def search_tactics(ctx: SweepContext, p: AttentionProblem, base: Pipeline,
