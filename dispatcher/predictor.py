@@ -29,7 +29,8 @@ One rule combines them (FittedModel.predict): ragged_prior's times (corrected) f
 uniform one, only the family's uniform cells are read; between_rows' times where it applies; else a
 pipeline's time is split_rows' where it covers it, else kv_line's where kv_line covers it; else
 level x its ratio, the ratio being plane's blended with twin's (weight twin_weight, in log space)
-where the twin agrees, else plane's alone; never below level.
+where the twin agrees, else plane's alone; never below level. predict(p) raises a uniform decode
+batch's times to the dominated floor (dispatcher/floor.py); the estimators read one another without it.
 
 Neighbours are found in feature space (features): log2 of the sizes, a decode batch step weighed
 batch_step times a KV step, and hardware terms from the device's SM count, so that shapes either
@@ -43,7 +44,8 @@ from dataclasses import replace
 from typing import Any
 
 from .device import DeviceInfo
-from .estimates import log_between, scaled, slower, summed
+from .estimates import fixed_split, log_between, scaled, slower, split_pages, summed
+from .floor import DominatedFloor
 from .mixed_residual import Residuals, modelled
 from .model import fit_plane
 from .predictor_config import PredictorConfig as PredictorConfig  # re-exported: its home before
@@ -65,16 +67,6 @@ def features(p: AttentionProblem, config: PredictorConfig, sm_count: int) -> Fea
     ctas = math.log2(p.batch_size * p.num_kv_heads / sm_count) if sm_count else 0.0
     return (config.batch_step * b, q, kv, skew, config.split_weight * max(0.0, -ctas - 1.0),
             config.wave_weight * max(0.0, ctas - 1.0))
-
-
-def split_pages(pipe: Any) -> int:
-    """The KV pages of a fixed split-KV plan's chunks; 0: the planner's own split."""
-    return int(dict(pipe.tactic).get("fixed_split_size", 0) or 0)
-
-
-def fixed_split(pipe: Any) -> bool:
-    """A split-KV plan of fixed chunk size (see ragged_prior for what it costs a mixed batch)."""
-    return split_pages(pipe) > 0
 
 
 class Predictor:
@@ -111,6 +103,7 @@ class FittedModel:
         self._memo: dict[tuple[AttentionProblem, bool], tuple[Timing, ...]] | None = {} if remember else None
         self._x: dict[AttentionProblem, Features] = {
             c: features(c, config, sm_count) for cells in table.by_family.values() for c in cells}
+        self._floor = DominatedFloor(table)
 
     def x(self, p: AttentionProblem) -> Features:
         got = self._x.get(p)
@@ -284,9 +277,8 @@ class FittedModel:
         return p.skew > 1 and (p.family() not in self._mixed or self._corrects(p))
 
     def ragged_prior(self, p: AttentionProblem) -> list[Timing]:
-        """A mixed batch, each pipeline from uniform batches (predict corrects it where the family has
-        mixed batches measured)
-        (the rules picked on one mixed set and reported on another: benchmarks/results/h200-2026-12-05/).
+        """A mixed batch, each pipeline from uniform batches (predict corrects it where the family has mixed
+        batches measured; the rules picked on one mixed set, reported on another: results/h200-2026-12-05/).
         - a kernel that partitions work per request (`ragged = "longest"` in kernels.toml): below
           `longest_alone_waves` waves the slower of the mean batch and the uniform batch at the longest
           length, one wave of it at most (the longest request's CTAs split as that batch's, finishing
@@ -345,11 +337,15 @@ class FittedModel:
 
     def at(self, p: AttentionProblem, stepped: bool = True) -> list[Timing]:
         """What the model's table says at p (modelled: not a 16-bit cache's mixed batches): its measurements
-        where p's cell is in it, else predict(p)."""
-        return self.table.timings(p) or self.predict(p, stepped)
+        where p's cell is in it, else predicted(p)."""
+        return self.table.timings(p) or self.predicted(p, stepped)
 
     def predict(self, p: AttentionProblem, stepped: bool = True) -> list[Timing]:
-        """Each pipeline measured in p's family, at p's sizes. The spread is the median relative spread
+        """Each pipeline measured in p's family, at p's sizes: predicted(p), raised to the dominated floor."""
+        return self._floor.raised(p, self.predicted(p, stepped), self.config.dominated_floor)
+
+    def predicted(self, p: AttentionProblem, stepped: bool = True) -> list[Timing]:
+        """The estimators' times at p, by the one rule. The spread is the median relative spread
         of the measurements used (the switch margin: the noise a measurement would show); the
         accuracy is the worst measured nearby. Remembered where the fit asked it to (Predictor.fit)."""
         if self._memo is None:
@@ -365,7 +361,7 @@ class FittedModel:
         if self._corrects(p):
             assert self._uniform is not None
             if p.skew == 1:
-                return self._uniform.predict(p, stepped)
+                return self._uniform.predicted(p, stepped)
             return self._residuals.corrected(self._uniform.ragged_prior(p), self._mixed_near(p),
                                              self.config.mixed_residual_k, self.config.mixed_residual_std,
                                              self.counts_spread(p))

@@ -56,6 +56,8 @@ class PredictorConfig:
                                       # benchmarks/results/bf16-mixed-corrections/)
     tile_weight: float = 8.0      # prefill: log2(query rows padded to whole 128-row tiles / query rows) x this
     resident_step: float = 0.4    # decode, "resident" split rules: twice the busiest SM's load costs 1 + this
+    dominated_floor: float = 1.0  # uniform decode: at least this x the pipeline's slowest time at a measured batch
+                                  # it dominates (0: no floor; benchmarks/results/dominated-floor/)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -101,7 +103,8 @@ class PredictorConfig:
 
 AT_LEAST = {"k_nearest": (1, "a plane needs at least one measured point")}     # setting: (least, why)
 AT_MOST = {"mixed_residual_std_scope": (2, "0 is every pipeline, 1 all but per-request kernels, 2 balanced plans "
-                                           "only")}                              # setting: (most, why)
+                                           "only"),
+           "dominated_floor": (1, "a batch that does more work than a measured one is not faster than it")}
 
 
 def want_cast(default: object, value: float) -> int | float:
