@@ -70,3 +70,17 @@ def test_the_floor_setting_is_at_most_one():
     with pytest.raises(ValueError, match="dominated_floor=1.5 is over 1"):
         PredictorConfig.from_dict({"dominated_floor": 1.5})
     assert PredictorConfig().dominated_floor == 1.0
+
+
+def test_the_adaptive_search_ranks_by_the_estimators_own_times_not_the_floor(tmp_path):
+    # the floor moves decisions, not where the search measures next (replays of the search with the floor in
+    # its ranking got worse: benchmarks/results/dominated-floor/)
+    from dispatcher.predictor import Predictor
+    from tuner.analysis.evaluate import load_table
+    from tuner.search.adaptive import doubt
+    table, device = load_table(unpacked(tmp_path, "mixed"), H100)
+    p = small(**SCOUT, batch_size=8, kv_len=2896)
+    on = Predictor(PredictorConfig(dominated_floor=1)).fit(table, device)
+    off = Predictor(PredictorConfig(dominated_floor=0)).fit(table, device)
+    assert on.predict(p) != off.predict(p)          # the floor binds here
+    assert doubt(p, on) == doubt(p, off)

@@ -57,11 +57,12 @@ def farthest_first(points: list[AttentionProblem], n: int) -> list[AttentionProb
 
 def doubt(p: AttentionProblem, model: FittedModel) -> tuple[bool, bool, float, float]:
     """Sort key, most doubtful first: (neighbours disagree, predicted margin within noise, -margin,
-    distance to the nearest measured point)."""
+    distance to the nearest measured point). The margin is the estimators' own (FittedModel.predicted):
+    the dominated floor moved replays of the search the wrong way (benchmarks/results/dominated-floor/)."""
     budget = max_relerr(p.kv_dtype, p.out_dtype)
     near = model.neighbours(p)[:NEIGHBOURS]
     winners = {r.winner.pipeline.id for b in near if (r := rank(model.table.timings(b), budget))}
-    pred = rank(model.predict(p), budget)
+    pred = rank(model.predicted(p), budget)
     margin, within = math.inf, False
     if pred is not None and pred.runner_up is not None:
         w, ru = pred.winner, pred.runner_up
