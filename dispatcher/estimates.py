@@ -1,9 +1,10 @@
-"""How the learned model (dispatcher/predictor.py) combines estimates of one pipeline's time."""
+"""How the learned model (dispatcher/predictor.py) combines estimates of one pipeline's time, and the
+split-KV tactic facts its rules read."""
 from __future__ import annotations
 
 import math
-from typing import Any
 
+from .pipeline import Pipeline
 from .table import Timing
 
 
@@ -31,11 +32,11 @@ def slower(a: Timing, b: Timing) -> Timing:
                                                        a.relerr)
 
 
-def split_pages(pipe: Any) -> int:
+def split_pages(pipe: Pipeline) -> int:
     """The KV pages of a fixed split-KV plan's chunks; 0: the planner's own split."""
     return int(dict(pipe.tactic).get("fixed_split_size", 0) or 0)
 
 
-def fixed_split(pipe: Any) -> bool:
+def fixed_split(pipe: Pipeline) -> bool:
     """A split-KV plan of fixed chunk size (see predictor.ragged_prior for what it costs a mixed batch)."""
     return split_pages(pipe) > 0

@@ -3,8 +3,8 @@ measured batch it dominates (no more requests, each no longer: batch size and th
 most its own), so no pipeline runs it faster than it ran that one. The local planes know nothing of
 this and, where the measured points are sparse (an adaptive sweep's table), read FA2-TC's fixed
 split-KV plan at batch 8 x 2.9k KV at 22 us, under its 54 us at batch 4 x 2k (79 us measured at 8 x
-2.9k, where XQA took 26). Decode only: measured prefill batches ran faster than ones they dominate five
-times as often as decode ones, 0.32% of pairs beyond 5% (benchmarks/results/dominated-floor/)."""
+2.9k, where XQA took 26). Decode only: measured prefill batches ran faster than ones they dominate 5-7x
+as often as decode ones, 0.32% of pairs beyond 5% (benchmarks/results/dominated-floor/)."""
 from __future__ import annotations
 
 from dataclasses import replace

@@ -25,7 +25,7 @@ Settings live in one value (PredictorConfig, a JSON file for `tuner evaluate --p
                 the mixed_residual_k nearest of them (dispatcher/mixed_residual.py). Rough estimates: the
                 dispatcher keeps the rule's choice within ragged_keep times its usual margin.
 
-One rule combines them (FittedModel.predict): ragged_prior's times (corrected) for a mixed batch; for a
+One rule combines them (FittedModel.predicted): ragged_prior's times (corrected) for a mixed batch; for a
 uniform one, only the family's uniform cells are read; between_rows' times where it applies; else a
 pipeline's time is split_rows' where it covers it, else kv_line's where kv_line covers it; else
 level x its ratio, the ratio being plane's blended with twin's (weight twin_weight, in log space)
@@ -277,8 +277,8 @@ class FittedModel:
         return p.skew > 1 and (p.family() not in self._mixed or self._corrects(p))
 
     def ragged_prior(self, p: AttentionProblem) -> list[Timing]:
-        """A mixed batch, each pipeline from uniform batches (predict corrects it where the family has mixed
-        batches measured; the rules picked on one mixed set, reported on another: results/h200-2026-12-05/).
+        """A mixed batch, each pipeline from uniform batches, corrected where the family has mixed batches
+        measured (the rules picked on one mixed set, reported on another: benchmarks/results/h200-2026-12-05/).
         - a kernel that partitions work per request (`ragged = "longest"` in kernels.toml): below
           `longest_alone_waves` waves the slower of the mean batch and the uniform batch at the longest
           length, one wave of it at most (the longest request's CTAs split as that batch's, finishing
