@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Tried and left out: a ceiling from dominating batches (ceiling.patch; 0-0 off, 1-0 uniform, 1.05-0, 1-1 mixed too), replayed on the CPU from committed
 # H100 and H200 measurements:
-#   git apply benchmarks/results/dominated-floor/ceiling.patch; bash benchmarks/results/dominated-floor/ceiling-run.sh > ceiling-run.txt
-# Chosen on the three H100 adaptive tables of ../h100-2026-12-07b-mixed-sweep/ deciding H100 mixed seeds 6, 7
+#   git apply benchmarks/results/dominated-floor/ceiling.patch
+#   bash benchmarks/results/dominated-floor/ceiling-run.sh > benchmarks/results/dominated-floor/ceiling-run.txt
+# The same sets as run.sh: choice on the three H100 adaptive tables of ../h100-2026-12-07b-mixed-sweep/ deciding H100 mixed seeds 6, 7
 # and off-grid seed 5; reported on the three of ../h100-2026-12-07c-mixed-sweep/ deciding the fresh H100 sets
 # (mixed seeds 8, 9, off-grid seed 6), the H100 full grid on all six H100 sets, and the shipped H200 table
 # on the H200 sets (off-grid seeds 1-4, mixed seeds 1-4, the serving replay) and its held-out cells.

@@ -24,7 +24,8 @@ for d in 07b 07c; do
   done
 done
 echo; echo "## 2. The adaptive search replayed on the grids, a third measured"
-git worktree add -q --detach $W/at4a7e4be 4a7e4be; trap 'git worktree remove --force $W/at4a7e4be; rm -rf "$W"' EXIT
+git worktree add -q --detach $W/at4a7e4be 4a7e4be
+trap 'git worktree remove --force $W/at4a7e4be 2>/dev/null || true; rm -rf "$W"' EXIT
 cp heuristics.db $W/h200.db
 for g in "grid:$H100" "h200:NVIDIA H200"; do
   db=${g%%:*}; dev=${g#*:}
