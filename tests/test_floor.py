@@ -7,10 +7,12 @@ import pytest
 
 from dispatcher.dispatch import load
 from dispatcher.floor import DominatedFloor
-from dispatcher.predictor import PredictorConfig
+from dispatcher.predictor import Predictor, PredictorConfig
 from dispatcher.table import Table, Timing
 from tests.conftest import ROOT, small
 from tests.test_model import SCOUT, TC, XQA
+from tuner.analysis.evaluate import load_table
+from tuner.search.adaptive import doubt
 
 H100 = "NVIDIA H100 80GB HBM3"
 SWEEP = ROOT / "benchmarks/results/h100-2026-12-07c-mixed-sweep"
@@ -75,9 +77,6 @@ def test_the_floor_setting_is_at_most_one():
 def test_the_adaptive_search_ranks_by_the_estimators_own_times_not_the_floor(tmp_path):
     # the floor moves decisions, not where the search measures next (replays of the search with the floor in
     # its ranking got worse: benchmarks/results/dominated-floor/)
-    from dispatcher.predictor import Predictor
-    from tuner.analysis.evaluate import load_table
-    from tuner.search.adaptive import doubt
     table, device = load_table(unpacked(tmp_path, "mixed"), H100)
     p = small(**SCOUT, batch_size=8, kv_len=2896)
     on = Predictor(PredictorConfig(dominated_floor=1)).fit(table, device)
@@ -86,10 +85,8 @@ def test_the_adaptive_search_ranks_by_the_estimators_own_times_not_the_floor(tmp
     assert doubt(p, on) == doubt(p, off)
 
 
-def test_mixed_batches_are_decided_as_without_the_floor(tmp_path):
+def test_mixed_batches_are_predicted_as_without_the_floor(tmp_path):
     # their priors read uniform times unfloored (FittedModel.predicted): the rules were fitted so
-    from dispatcher.predictor import Predictor
-    from tuner.analysis.evaluate import load_table
     table, device = load_table(unpacked(tmp_path, "mixed"), H100)
     on = Predictor(PredictorConfig(dominated_floor=1)).fit(table, device)
     off = Predictor(PredictorConfig(dominated_floor=0)).fit(table, device)
