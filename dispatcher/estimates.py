@@ -1,10 +1,8 @@
-"""How the learned model (dispatcher/predictor.py) combines estimates of one pipeline's time, and the
-split-KV tactic facts its rules read."""
+"""How the learned model (dispatcher/predictor.py) combines estimates of one pipeline's time."""
 from __future__ import annotations
 
 import math
 
-from .pipeline import Pipeline
 from .table import Timing
 
 
@@ -30,13 +28,3 @@ def slower(a: Timing, b: Timing) -> Timing:
     """a's pipeline at the slower of a's and b's times (a bound that b's estimate sets)."""
     return a if a.median_us >= b.median_us else Timing(a.pipeline, b.median_us, max(a.spread_us, b.spread_us),
                                                        a.relerr)
-
-
-def split_pages(pipe: Pipeline) -> int:
-    """The KV pages of a fixed split-KV plan's chunks; 0: the planner's own split."""
-    return int(dict(pipe.tactic).get("fixed_split_size", 0) or 0)
-
-
-def fixed_split(pipe: Pipeline) -> bool:
-    """A split-KV plan of fixed chunk size (see predictor.ragged_prior for what it costs a mixed batch)."""
-    return split_pages(pipe) > 0

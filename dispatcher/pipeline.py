@@ -80,6 +80,16 @@ def default_tactic(spec: KernelSpec, problem: AttentionProblem, device: DeviceIn
     return next((t for t in tactics_of(spec, device) if not mask_reasons(spec, dict(t), problem, device)), first)
 
 
+def split_pages(pipe: Pipeline) -> int:
+    """The KV pages of a fixed split-KV plan's chunks; 0: the planner's own split."""
+    return int(pipe.tactic_dict().get("fixed_split_size", 0) or 0)
+
+
+def fixed_split(pipe: Pipeline) -> bool:
+    """A split-KV plan of fixed chunk size (see predictor.ragged_prior for what it costs a mixed batch)."""
+    return split_pages(pipe) > 0
+
+
 def pipelines_for(spec: KernelSpec, problem: AttentionProblem, device: DeviceInfo,
                   all_tactics: bool = True) -> list[Pipeline]:
     """Every pipeline through `spec` that serves the problem; empty when the kernel is ineligible. (A

@@ -44,10 +44,11 @@ from dataclasses import replace
 from typing import Any
 
 from .device import DeviceInfo
-from .estimates import fixed_split, log_between, scaled, slower, split_pages, summed
+from .estimates import log_between, scaled, slower, summed
 from .floor import DominatedFloor
 from .mixed_residual import Residuals, modelled
 from .model import fit_plane
+from .pipeline import fixed_split, split_pages
 from .predictor_config import PredictorConfig as PredictorConfig  # re-exported: its home before
 from .problem import Q_TILE, AttentionProblem, q_tiles
 from .registry import KernelSpec, SplitRule, load_registry
