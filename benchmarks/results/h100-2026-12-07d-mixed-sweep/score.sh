@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # usage (repository root): bash benchmarks/results/h100-2026-12-07d-mixed-sweep/score.sh > benchmarks/results/h100-2026-12-07d-mixed-sweep/score.txt
-# This folder's two --mixed adaptive sweeps (ec434ce) beside the H100's full grid (../h100-2026-12-06-grid/) and
-# the 5fc01c5 sweeps (../h100-2026-12-07c-mixed-sweep/) as the table, deciding H100 mixed seeds 6-9 and off-grid
-# seeds 5 and 6 (H100 decisions on H100 times); then how much the runs agree. CPU only.
+# 1. The shipped H200 heuristics.db deciding this folder's fresh H100 mixed seed 10 (drawn and measured after
+#    every setting was picked), on the H100's times, with benchmarks/targets.py.
+# 2. This folder's two --mixed adaptive sweeps (ec434ce) beside the H100's full grid (../h100-2026-12-06-grid/)
+#    and the 5fc01c5 sweeps (../h100-2026-12-07c-mixed-sweep/) as the table, deciding H100 mixed seeds 6-10 and
+#    off-grid seeds 5 and 6 (H100 decisions on H100 times); then how much the runs agree. CPU only.
 set -euo pipefail
 r=benchmarks/results; d=$r/h100-2026-12-07d-mixed-sweep; c=$r/h100-2026-12-07c-mixed-sweep
 w=$(mktemp -d); trap 'rm -rf $w' EXIT
@@ -10,12 +12,22 @@ T=.venv/bin/tuner; PY=.venv/bin/python; H100="NVIDIA H100 80GB HBM3"
 echo "tree $(git rev-parse --short HEAD)"
 for n in mixed mixedwarm; do xz -dc $d/$n.db.xz > $w/$n.db; xz -dc $c/$n.db.xz > $w/c-$n.db; done
 for n in mixed8 mixed9 offgrid6; do xz -dc $c/$n.db.xz > $w/$n.db; done
+xz -dc $d/mixed10.db.xz > $w/mixed10.db
 xz -dc $r/h100-2026-12-06-grid/h100grid.db.xz > $w/grid.db
 xz -dc $r/h100-mixed6-7/mixed6.db.xz > $w/mixed6.db
 xz -dc $r/h100-mixed6-7/mixed7.db.xz > $w/mixed7.db
 xz -dc $r/h100-offgrid5-tiered/offgrid5.db.xz > $w/offgrid5.db
+echo "## 1. The shipped H200 table (heuristics.db sha256 $(sha256sum heuristics.db | cut -c1-8)) on H100 mixed seed 10"
+$T evaluate --db heuristics.db --device "NVIDIA H200" --offgrid $w/mixed10.db --measured-on "$H100" --json > $w/shipped.json
+$PY benchmarks/targets.py $w/shipped.json | sed "s|^shipped|shipped H200 table, mixed10|"
+$PY -c "
+import json, sys
+r = json.load(open(sys.argv[1]))
+for m in ('learned', 'max-keyed', 'mean-keyed'):
+    o = r['overall'][m]; print(f\"  {m:10s} regret gm {o['regret_geomean']:.4f} over {o['n']}, max {o['regret_max']:.2f}\")" $w/shipped.json
+echo; echo "## 2. Each sweep as the table (H100 decisions on H100 times)"
 tables="grid c-mixed c-mixedwarm mixed mixedwarm"
-for s in mixed6 mixed7 mixed8 mixed9 offgrid5 offgrid6; do
+for s in mixed6 mixed7 mixed8 mixed9 mixed10 offgrid5 offgrid6; do
   for n in $tables; do $T evaluate --db $w/$n.db --device "$H100" --offgrid $w/$s.db --json > $w/$n-$s.json & done; wait
   for n in $tables; do
     $PY -c "
