@@ -24,4 +24,9 @@ for s in ("m1", "m2", "m3", "m4"):
         cells = [f"{k.split()[1]} {k.split()[4]} {c['learned']['regret_geomean']:.4f}/{c['learned']['regret_max']:.2f}"
                  for k, c in r["configs"].items() if "kv=bf16" in k and k.endswith("mixed")]
         print(f"seed {s[1]} bf16_fixed_chunks {v:3s}: all {r['overall']['learned']['regret_geomean']:.4f}; {'; '.join(cells)}")
+        if v == "on":
+            worst = [w for k, c in r["configs"].items() if "kv=bf16" in k and k.endswith("mixed")
+                     for w in c["learned"]["worst"]]
+            for w in sorted(worst, key=lambda w: -w["regret"])[:2]:
+                print(f"    worst: {w['shape']}: {w['regret']:.2f}, chose {w['chose']}, best {w['best']}")
 PY
