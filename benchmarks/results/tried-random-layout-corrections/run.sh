@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Measured random (serving-like) mixed batches as training data for the corrections, cross-validated; CPU
+# replay of committed measurements at the current tree:
+#   bash benchmarks/results/tried-random-layout-corrections/run.sh > benchmarks/results/tried-random-layout-corrections/run.txt
+# H200: the shipped db plus the FP8-KV mixed batches of three of mixed seeds 1-4, scored on the fourth.
+# H100: the H100 full grid (uniform only) plus the FP8-KV mixed batches of seeds 6+7 (fold A) or 8+9 (fold B),
+# scored on the H100 seeds each fold did not train on (5, 6-10).
+set -euo pipefail
+R=benchmarks/results; W=$(mktemp -d); trap 'rm -rf $W' EXIT
+T=.venv/bin/tuner; PY=.venv/bin/python; H100="NVIDIA H100 80GB HBM3"; H200="NVIDIA H200"
+echo "tree $(git rev-parse --short HEAD), heuristics.db sha256 $(sha256sum heuristics.db | cut -c1-8)"
+u() { xz -dc $R/$1.db.xz > $W/$2.db; }
+u h200-2026-12-06/mixed1 m1; u h200-2026-12-06/mixed2 m2; u h200-2026-12-06/mixed3 m3; u prefill-tiles/mixed4 m4
+u h100-2026-12-06-grid/h100grid hgrid; u h100-2026-12-05b/mixed5 h5; u h100-mixed6-7/mixed6 h6; u h100-mixed6-7/mixed7 h7
+u h100-2026-12-07c-mixed-sweep/mixed8 h8; u h100-2026-12-07c-mixed-sweep/mixed9 h9; u h100-2026-12-07d-mixed-sweep/mixed10 h10
+fp8_mixed() {   # set -> $W/set-fp8.jsonl: its FP8-KV mixed batches' measurements
+  $T export --db $W/$1.db --out $W/$1.jsonl > /dev/null
+  $PY -c "
+import json, sys
+rows = [(line, json.loads(line)['measurement']) for line in open(sys.argv[1])]
+open(sys.argv[2], 'w').writelines(line for line, m in rows if m['max_kv_len'] > m['kv_len'] and m['kv_dtype'] == 'fp8')" \
+    $W/$1.jsonl $W/$1-fp8.jsonl
+}
+for s in m1 m2 m3 m4 h6 h7 h8 h9; do fp8_mixed $s; done
+build() {   # name base sets...
+  cp $2 $W/$1.db; for s in "${@:3}"; do $T import $W/$s-fp8.jsonl --db $W/$1.db > /dev/null; done
+}
+build l1 heuristics.db m2 m3 m4; build l2 heuristics.db m1 m3 m4; build l3 heuristics.db m1 m2 m4; build l4 heuristics.db m1 m2 m3
+build hA $W/hgrid.db h6 h7; build hB $W/hgrid.db h8 h9
+cp heuristics.db $W/shipped.db
+score() {   # table device set
+  $T evaluate --db $W/$1.db --device "$2" --offgrid $W/$3.db --json > $W/$1-$3.json
+  $PY benchmarks/targets.py $W/$1-$3.json | sed "s|^$1-$3: |$1 on $3: |"
+}
+echo "## H200, leave one seed out (shipped: the db as it ships; lN: plus the other three seeds' FP8-KV mixed batches)"
+for s in 1 2 3 4; do score shipped "$H200" m$s; score l$s "$H200" m$s; done
+echo; echo "## H100 (hgrid: the H100 full grid; hA: plus seeds 6 and 7; hB: plus seeds 8 and 9)"
+for s in h5 h10; do for t in hgrid hA hB; do score $t "$H100" $s; done; done
+for s in h8 h9; do for t in hgrid hA; do score $t "$H100" $s; done; done
+for s in h6 h7; do for t in hgrid hB; do score $t "$H100" $s; done; done
