@@ -38,3 +38,40 @@ echo; echo "## H100 (hgrid: the H100 full grid; hA: plus seeds 6 and 7; hB: plus
 for s in h5 h10; do for t in hgrid hA hB; do score $t "$H100" $s; done; done
 for s in h8 h9; do for t in hgrid hA; do score $t "$H100" $s; done; done
 for s in h6 h7; do for t in hgrid hB; do score $t "$H100" $s; done; done
+
+echo; echo "## Settings for the random corrections: picked on the H100 folds, reported on the H200 folds"
+summary() {   # label, then table:set pairs: regret gm (pooled over the sets), FP8-KV configurations within
+  local label=$1; shift   # gm 1.03 / max 1.15, FP8-KV batches slower than vllm-2026 beyond noise (summed)
+  $PY - "$label" "$W" "$@" <<'PY'
+import json, math, sys
+label, w, pairs = sys.argv[1], sys.argv[2], sys.argv[3:]
+logs, ok, slow, n = [], 0, 0, 0
+for pair in pairs:
+    r = json.load(open(f"{w}/{pair.replace(':', '-')}.json"))
+    fp8 = [c["learned"] for k, c in r["configs"].items() if "kv=fp8" in k and k.endswith("mixed") and c["learned"]["n"]]
+    ok += sum(c["regret_geomean"] <= 1.03 and c["regret_max"] <= 1.15 for c in fp8); n += len(fp8)
+    slow += sum(c["slower_than_vllm-2026"] for c in fp8)
+    logs.append(math.log(r["overall"]["learned"]["regret_geomean"]))
+print(f"{label:60s} gm {math.exp(sum(logs) / len(logs)):.4f}, FP8-KV configurations within {ok}/{n}, slower {slow}")
+PY
+}
+for v in '{}' '{"mixed_residual_std": 0}' '{"mixed_residual_k": 8}' '{"mixed_residual_std": 0, "mixed_residual_k": 8}'; do
+  echo "$v" > $W/v.json
+  for pair in hgrid:h5 hgrid:h10 hgrid:h8 hgrid:h9 hgrid:h6 hgrid:h7 hA:h5 hA:h10 hA:h8 hA:h9 hB:h5 hB:h10 hB:h6 hB:h7; do
+    $T evaluate --db $W/${pair%%:*}.db --device "$H100" --offgrid $W/${pair##*:}.db --predictor-config $W/v.json --json \
+      > $W/${pair/:/-}.json &
+  done; wait
+  summary "H100 $v, fold A: H100 grid on seeds 5, 10, 8, 9" hgrid:h5 hgrid:h10 hgrid:h8 hgrid:h9
+  summary "H100 $v, fold A: + seeds 6, 7 on seeds 5, 10, 8, 9" hA:h5 hA:h10 hA:h8 hA:h9
+  summary "H100 $v, fold B: H100 grid on seeds 5, 10, 6, 7" hgrid:h5 hgrid:h10 hgrid:h6 hgrid:h7
+  summary "H100 $v, fold B: + seeds 8, 9 on seeds 5, 10, 6, 7" hB:h5 hB:h10 hB:h6 hB:h7
+done
+for v in '{}' '{"mixed_residual_std": 0, "mixed_residual_k": 8}'; do
+  echo "$v" > $W/v.json
+  for s in 1 2 3 4; do
+    $T evaluate --db $W/shipped.db --device "$H200" --offgrid $W/m$s.db --predictor-config $W/v.json --json > $W/shipped-m$s.json &
+    $T evaluate --db $W/l$s.db --device "$H200" --offgrid $W/m$s.db --predictor-config $W/v.json --json > $W/l$s-m$s.json &
+    wait
+  done
+  for s in 1 2 3 4; do summary "H200 $v, shipped on seed $s" shipped:m$s; summary "H200 $v, + the other seeds on seed $s" l$s:m$s; done
+done
