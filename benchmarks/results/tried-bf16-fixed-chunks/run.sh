@@ -24,9 +24,8 @@ for s in ("m1", "m2", "m3", "m4"):
         cells = [f"{k.split()[1]} {k.split()[4]} {c['learned']['regret_geomean']:.4f}/{c['learned']['regret_max']:.2f}"
                  for k, c in r["configs"].items() if "kv=bf16" in k and k.endswith("mixed")]
         print(f"seed {s[1]} bf16_fixed_chunks {v:3s}: all {r['overall']['learned']['regret_geomean']:.4f}; {'; '.join(cells)}")
-        if v == "on":
-            worst = [b for k, c in r["configs"].items() if "kv=bf16" in k and k.endswith("mixed")
-                     for b in c["learned"]["worst"]]
-            for bad in sorted(worst, key=lambda b: -b["regret"])[:2]:
-                print(f"    worst: {bad['shape']}: {bad['regret']:.2f}, chose {bad['chose']}, best {bad['best']}")
+        worst = [b for k, c in r["configs"].items() if "kv=bf16" in k and k.endswith("mixed")
+                 for b in c["learned"]["worst"]]
+        for bad in sorted(worst, key=lambda b: -b["regret"])[:2]:
+            print(f"    worst: {bad['shape']}: {bad['regret']:.2f}, chose {bad['chose']}, best {bad['best']}")
 PY

@@ -31,6 +31,13 @@ cp heuristics.db $W/shipped.db
 score() {   # table device set
   $T evaluate --db $W/$1.db --device "$2" --offgrid $W/$3.db --json > $W/$1-$3.json
   $PY benchmarks/targets.py $W/$1-$3.json | sed "s|^$1-$3: |$1 on $3: |"
+  $PY -c "
+import json, sys
+r = json.load(open(sys.argv[1]))
+worst = [b for k, c in r['configs'].items() if 'kv=fp8' in k and k.endswith('mixed') for b in c['learned']['worst']]
+b = max(worst, key=lambda b: b['regret'])
+print(f\"    worst FP8-KV batch: {b['shape']}: {b['regret']:.2f}, chose {b['chose']} {b['chose_us']:.0f} us, \"
+      f\"best {b['best']} {b['best_us']:.0f} us\")" $W/$1-$3.json
 }
 echo "## H200, leave one seed out (shipped: the db as it ships; lN: plus the other three seeds' FP8-KV mixed batches)"
 for s in 1 2 3 4; do score shipped "$H200" m$s; score l$s "$H200" m$s; done
