@@ -5,7 +5,7 @@
 # usage: bash benchmarks/h200_sets.sh STEP... where a STEP is NAME:SECONDS:ARGS (ARGS: tuner sweep's,
 # spaces as commas), e.g. mixed1:75:--problems,benchmarks/results/mixed/mixed-seed1.jsonl; a fourth field
 # names an earlier database (.db or .db.xz) to continue: its measured problems are not measured again
-# (/tmp/NAME.db: the one the last call left on a machine still warm).
+# (/tmp/NAME.db: the one the last call left on a machine still warm). Fit the carry first: benchmarks/carry.sh.
 set -uo pipefail
 t0=$(date +%s)
 [ -f .gpu/flashinfer.txz ] && [ ! -d /tmp/site/flashinfer ] && mkdir -p /tmp/site && tar xJf .gpu/flashinfer.txz -C /tmp/site
