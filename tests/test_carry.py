@@ -24,9 +24,13 @@ def checkout(tmp: Path) -> Path:
     return repo
 
 
-def carry(repo: Path, away: Path, *args: str) -> str:
-    done = subprocess.run(["bash", "benchmarks/carry.sh", *args], cwd=repo, capture_output=True, text=True,
+def run_carry(repo: Path, away: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "benchmarks/carry.sh", *args], cwd=repo, capture_output=True, text=True,
                           env={"PATH": "/usr/bin:/bin", "CARRY_AWAY": str(away)})
+
+
+def carry(repo: Path, away: Path, *args: str) -> str:
+    done = run_carry(repo, away, *args)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
 
@@ -62,6 +66,5 @@ def test_slim_for_the_vllm_test_keeps_its_files(tmp_path):
 def test_a_second_slim_before_back_is_refused(tmp_path):
     repo, away = checkout(tmp_path), tmp_path / "away"
     carry(repo, away, "slim")
-    done = subprocess.run(["bash", "benchmarks/carry.sh", "slim"], cwd=repo, capture_output=True, text=True,
-                          env={"PATH": "/usr/bin:/bin", "CARRY_AWAY": str(away)})
+    done = run_carry(repo, away, "slim")
     assert done.returncode == 1 and "back" in done.stdout     # else the first set-aside files could be mixed up
