@@ -183,7 +183,8 @@ class JobManager:
                 job.counts[r["status"]] = job.counts.get(r["status"], 0) + 1
         try:
             run_problems(job.problems, self.device, self.db, default_timing_mode(self.device),
-                         SweepOptions(should_stop=job.cancel.is_set, isolate=True), on_problem=tick, say=lambda m: None)
+                         SweepOptions(should_stop=job.cancel.is_set, isolate=True, alone=job.kind != "preset"),
+                         on_problem=tick, say=lambda m: None)
             # cancelled only if it stopped short: a cancel that came as the last problem finished is "done"
             job.state = "done" if job.done >= len(job.problems) else "cancelled"
             if job.first is not None:           # it measured: the worker starts, miss tuning need not wait

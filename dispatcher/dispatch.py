@@ -153,6 +153,9 @@ class Dispatcher:
                             if factor != 1 else ""))
                 if rough and (n := model.mixed_residuals(p, ranking.winner.pipeline.id)):
                     where += f", scaled by its error at the {n} nearest measured mixed batches"
+                elif n := model.alone_corrections(p):
+                    where += f", scaled by the error at the {f'{n} nearest shapes' if n > 1 else 'nearest shape'} " \
+                             "measured alone"
                 return self._from_ranking(ranking, "learned", budget, where + lent(p, False))
         for near in model.neighbours(p):
             ranking = rank(table.timings(near), budget, pick.id, allowed)

@@ -24,6 +24,8 @@ Settings live in one value (PredictorConfig, a JSON file for `tuner evaluate --p
                 kernels.toml); where the family has mixed batches measured (FP8 KV), scaled by its error at
                 the mixed_residual_k nearest of them (dispatcher/mixed_residual.py). Rough estimates: the
                 dispatcher keeps the rule's choice within ragged_keep times its usual margin.
+- a family with shapes measured alone (Table.alone): the estimators read its grid, and those shapes
+                scale the times near them by their error there (dispatcher/alone.py).
 
 One rule combines them (FittedModel.predicted): ragged_prior's times (corrected) for a mixed batch; for a
 uniform one, only the family's uniform cells are read; between_rows' times where it applies; else a
@@ -43,8 +45,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from .alone import AloneCorrections, measured_alone
 from .device import DeviceInfo
-from .estimates import log_between, scaled, slower, summed
+from .estimates import log_between, scaled, slower, split_weight, summed
 from .floor import DominatedFloor
 from .mixed_residual import Residuals, modelled
 from .model import fit_plane
@@ -105,6 +108,13 @@ class FittedModel:
         self._x: dict[AttentionProblem, Features] = {
             c: features(c, config, sm_count) for cells in table.by_family.values() for c in cells}
         self._floor = DominatedFloor(table)
+        # alone_k: shapes measured alone are no input of the grid's estimators; they correct them near them
+        self._alone: AloneCorrections | None = None
+        if config.alone_k and (lone := measured_alone(table)):
+            off = {c for cells in lone.values() for c in cells}
+            grid = FittedModel(table.subset([c for c in table.by_cell if c not in off]), config, sm_count, ragged,
+                               splits, remember)
+            self._alone = AloneCorrections(grid, lone, table, self.x, config)
 
     def x(self, p: AttentionProblem) -> Features:
         got = self._x.get(p)
@@ -190,6 +200,8 @@ class FittedModel:
     def batch_rows(self, p: AttentionProblem) -> tuple[int, int] | None:
         """The measured batch sizes either side of p's in its family; None where p's batch size was
         measured or is not bracketed."""
+        if self._alone is not None and self._alone.covers(p):
+            return self._alone.grid.batch_rows(p)
         rows = {c.batch_size for c in self.table.by_family.get(p.family(), [])}
         lo = max((b for b in rows if b < p.batch_size), default=None)
         hi = min((b for b in rows if b > p.batch_size), default=None)
@@ -227,27 +239,10 @@ class FittedModel:
         above = {t.pipeline.id: t for t in self.at(p.with_sizes(batch_size=hi)) if ruled(t)}
         out = {}
         for pid in below.keys() & above.keys():
-            w = self._split_weight(rules[below[pid].pipeline.kernel], p, lo, hi, below[pid], above[pid])
+            w = split_weight(rules[below[pid].pipeline.kernel], p, lo, hi, below[pid], above[pid], self.sm_count,
+                             self.config.resident_step)
             out[pid] = log_between(below[pid], above[pid], min(max(w, 0.0), 1.0))
         return out
-
-    def _split_weight(self, rule: SplitRule, p: AttentionProblem, lo: int, hi: int,
-                      below: Timing, above: Timing) -> float:
-        """Where p's batch lies from row lo (0) to row hi (1) in log time (clamped to [0, 1] by the caller).
-        "resident": by log batch (the total work), but where the busiest SM's load rises from lo's (just
-        past one wave: a second CTA joins the first on some SMs; or where the split count falls) at least
-        1 + resident_step x (that rise - 1) times lo's time, hi's at most. Measured on the H200 just past
-        one wave at equal KV: BF16 XQA 1.41-1.44x, cuDNN 1.46-1.51x, FA2-TC with BF16 KV 1.22-1.38x
-        (benchmarks/results/resident-rule/)."""
-        sizes = (lo, p.batch_size, hi)
-        if rule.waves == "resident":
-            load = [rule.busiest_sm(n, p.num_kv_heads, p.max_kv_len, self.sm_count) for n in sizes]
-            rise = math.log(above.median_us / below.median_us)
-            step = 1 + self.config.resident_step * (load[1] / load[0] - 1)
-            by_step = math.log(step) / rise if rise > 0 and load[1] > load[0] else 0.0
-            return max(math.log(p.batch_size / lo) / math.log(hi / lo), by_step)
-        work = [rule.work_per_sm(n, p.num_kv_heads, p.max_kv_len, self.sm_count) for n in sizes]
-        return math.log(work[1] / work[0]) / math.log(work[2] / work[0]) if work[2] > work[0] else 0.5
 
     def _corrects(self, p: AttentionProblem) -> bool:
         """p's family is read by the uniform model, mixed batches corrected (mixed_residual_k): it has
@@ -358,7 +353,13 @@ class FittedModel:
             got = self._memo[(p, stepped)] = tuple(self._predict(p, stepped))
         return list(got)
 
+    def alone_corrections(self, p: AttentionProblem) -> int:
+        """How many cells measured alone scale p's predicted times (0: none)."""
+        return len(self._alone.near(p)) if self._alone and self._alone.covers(p) and not self._corrects(p) else 0
+
     def _predict(self, p: AttentionProblem, stepped: bool) -> list[Timing]:
+        if self._alone is not None and self._alone.covers(p) and not self._corrects(p):
+            return self._alone.predicted(p, stepped)
         if self._corrects(p):
             assert self._uniform is not None
             if p.skew == 1:

@@ -36,6 +36,11 @@ class PredictorConfig:
     unbalanced_wave_power: float = 1.6  # slope this at 1.5 waves, rising as ((waves - 1) / 0.5) ** this elsewhere
                                         # (benchmarks/results/waves/)
     split_rows: int = 1           # 1: kernels with a split_kv rule read an unmeasured decode batch by work per SM
+    alone_k: int = 4              # >0: a uniform shape measured alone (a problem list, the daemon's misses:
+                                  # Table.alone) is no input of the estimators, which read the family's grid; it
+                                  # scales their times near it by its error there, at most this many nearest
+    alone_radius: float = 1.0     # ... within this distance in feature space (log2 units), fading linearly
+                                  # (picked on H100 off-grid folds, reported on H200 ones: benchmarks/results/alone/)
     ragged_keep: float = 4.0      # a mixed batch read from uniform ones (rough estimates): the rule's choice
                                   # stands within this many times its usual keep margin (table.keep_margin_us)
     prefill_between_keep: float = 12.0  # so does a prefill batch size never measured, read between measured rows

@@ -1,7 +1,8 @@
 """The store's schema, shared by the reader (dispatcher) and the writer (tuner)."""
 from __future__ import annotations
 
-SCHEMA_VERSION = 5      # 2: the misses table; 3: the tactic_trials table; 4: max_kv_len, lengths; 5: kv_balance
+SCHEMA_VERSION = 6      # 2: the misses table; 3: the tactic_trials table; 4: max_kv_len, lengths; 5: kv_balance;
+                        # 6: alone
 
 PROBLEM_COLUMNS = {
     "phase": str, "num_qo_heads": int, "num_kv_heads": int, "head_dim": int, "page_size": int,
@@ -16,6 +17,9 @@ ADDED_IN_4 = {"measurements": {"max_kv_len": "integer", "lengths": "text"}, "win
 # The migration gives a row measured at its own lengths their balance, and the problem key that carries it
 ADDED_IN_5 = {"measurements": {"kv_balance": "real"}, "winners": {"kv_balance": "real"},
               "misses": {"kv_balance": "real"}}
+# added in version 6: 1 where a shape was measured as itself (a problem list, the daemon's misses), not as a point of
+# a sweep's grid: the model reads it as a correction near it (PredictorConfig.alone_k); NULL before, a grid's
+ADDED_IN_6 = {"measurements": {"alone": "integer"}}
 SQL_TYPES = {str: "text", int: "integer", float: "real"}
 
 ENVIRONMENTS = {
@@ -32,7 +36,7 @@ PIPELINE_COLUMNS = {
 MEASUREMENTS = {
     "id": int, "env_id": int, "problem_key": str, **PROBLEM_COLUMNS, **PIPELINE_COLUMNS,
     "status": str, "median_us": float, "min_us": float, "max_us": float, "spread_us": float,
-    "reps": int, "relerr": float, "max_relerr": float, "error": str, "lengths": str, "created_at": str,
+    "reps": int, "relerr": float, "max_relerr": float, "error": str, "lengths": str, "alone": int, "created_at": str,
 }
 
 WINNERS = {

@@ -140,6 +140,7 @@ class Table:
         self.by_family: dict[tuple[Any, ...], list[AttentionProblem]] = {}
         self.measured_at: dict[AttentionProblem, AttentionProblem] = {}   # cell -> a problem measured in it
         self.measured: set[AttentionProblem] = set()    # every problem measured, as measured (from_rows)
+        self.alone: set[AttentionProblem] = set()       # cells whose every problem was measured alone (schema 6)
         self.page_sizes: set[int] = set()
         self.lent: Lent | None = None     # what of it another GPU measured (measurements.table_for)
 
@@ -147,11 +148,15 @@ class Table:
     def from_rows(cls, rows: Iterable[Any]) -> Table:          # sqlite3.Row or dict rows of measurements
         """Rows of ok measurements, oldest environment first: a later one overrides an earlier one.
         Several measured problems may share a cell: see one_cell for how they are put on one scale."""
+        rows = list(rows)
         exact: dict[AttentionProblem, dict[AttentionProblem, dict[str, Timing]]] = {}
         for p, timings in measured_problems(rows).items():
             exact.setdefault(p.cell(), {})[p] = timings
         t = cls()
         t.measured = {p for measured in exact.values() for p in measured}
+        if any(map(measured_alone, rows)):        # a cell a grid measured too is the grid's
+            t.alone = ({problem_of(r).cell() for r in rows if measured_alone(r)}
+                       - {problem_of(r).cell() for r in rows if not measured_alone(r)})
         for cell, measured in exact.items():
             for timing in one_cell(cell, measured):
                 t.add(cell, timing)
@@ -183,7 +188,14 @@ class Table:
                 t.add(c, x)
             if c in self.measured_at:
                 t.measured_at[c] = self.measured_at[c]
+            if c in self.alone:
+                t.alone.add(c)
         return t
+
+
+def measured_alone(row: Any) -> bool:
+    """Whether a measurement row was of a shape measured as itself (schema 6's `alone`), not a sweep grid's point."""
+    return "alone" in row.keys() and bool(row["alone"])
 
 
 def problem_of(row: Any) -> AttentionProblem:

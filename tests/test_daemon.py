@@ -108,6 +108,9 @@ def test_a_sweep_job_measures_a_batch_given_by_its_requests_lengths(db):
     rows = sqlite3.connect(db).execute("select distinct batch_size, kv_len, max_kv_len, round(kv_balance, 3), "
                                        "lengths from measurements where lengths is not null").fetchall()
     assert rows == [(4, 100, 160, 0.775, "[160, 130, 70, 40]")], rows
+    # a shape of its own, not a grid's point: the model reads it as a correction near it (tests/test_alone.py)
+    job_rows = "select distinct alone from measurements where lengths is not null"
+    assert sqlite3.connect(db).execute(job_rows).fetchall() == [(1,)]
 
 
 def test_hot_reload_in_a_serving_process(db):
@@ -136,6 +139,8 @@ def test_misses_flow_to_the_store_and_get_tuned(db):
         assert dec["expected_us"] > 0
         kinds = [j["kind"] for j in c.get("/v1/sweeps").json()["sweeps"]]
         assert "misses" in kinds
+    tuned = sqlite3.connect(db).execute("select distinct alone from measurements where head_dim = 48").fetchall()
+    assert tuned == [(1,)]
 
 
 def test_misses_endpoint_and_in_process_flush(db):

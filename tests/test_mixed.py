@@ -222,9 +222,10 @@ def test_an_old_database_opens_as_uniform_batches_and_migrates(tmp_path):
     from tuner.store import Store
     Store(old).close()
     con = sqlite3.connect(old)
-    assert con.execute("select value from meta").fetchone()[0] == "5"
+    assert con.execute("select value from meta").fetchone()[0] == "6"
     assert con.execute("select count(*) from measurements where max_kv_len != kv_len").fetchone()[0] == 0
     assert con.execute("select count(*) from measurements where kv_balance is not null").fetchone()[0] == 0
+    assert con.execute("select count(*) from measurements where alone is not null").fetchone()[0] == 0   # a grid
 
 
 def test_a_fixed_split_plan_pays_for_the_longest_request_in_every_request():

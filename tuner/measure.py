@@ -205,5 +205,5 @@ def record_problem(p: AttentionProblem, pipes: list[Pipeline], rows: list[Row], 
            for r in rows if r["status"] == "ok"]
     ranking = rank({t.pipeline.id: t for t in timings(store, env_id, p) + new}.values(), budget,
                    pick.id if pick else None)
-    store.record(env_id, p, rows, ranking)
+    store.record(env_id, p, rows, ranking, opts.alone)
     return ranking.winner.pipeline.id if ranking else None

@@ -27,6 +27,8 @@ class SweepOptions:
     isolate: bool = False              # run pipelines in a worker process (tuner/isolation.py)
     candidate_timeout_s: float = 120.0 # with isolate: silence longer than this is a hang
     screen: float = ScreenConfig.slower  # adaptive search: skip pipelines this many times the fastest nearby (0: off)
+    alone: bool = False                # shapes measured as themselves (--problems, the daemon's problems and misses),
+                                       # not a grid's points: stored so (the model reads them as local corrections)
 
     def __post_init__(self) -> None:
         if self.tactics not in TACTIC_MODES:

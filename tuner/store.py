@@ -18,6 +18,7 @@ from dispatcher.problem import AttentionProblem
 from dispatcher.schema import (
     ADDED_IN_4,
     ADDED_IN_5,
+    ADDED_IN_6,
     ENVIRONMENTS,
     MEASUREMENTS,
     MISSES_DDL,
@@ -102,10 +103,10 @@ class Store:
     def _migrate(self) -> None:
         if "meta" in self.db.table_names():
             if check_version(self.db.conn, self.path) < SCHEMA_VERSION:
-                with self.transaction():                        # 1 -> 2 -> 3: new tables; 4, 5: new columns
+                with self.transaction():                        # 1 -> 2 -> 3: new tables; 4, 5, 6: new columns
                     self.db.execute(MISSES_DDL)
                     self.db.execute(TRIALS_DDL)
-                    for added in (ADDED_IN_4, ADDED_IN_5):
+                    for added in (ADDED_IN_4, ADDED_IN_5, ADDED_IN_6):
                         for table, columns in added.items():
                             have = {c.name for c in self.db[table].columns}
                             for col, kind in columns.items():
@@ -190,15 +191,18 @@ class Store:
                               [env_id, problem.key()]).fetchone()
         return row[0] if row else None
 
-    def record(self, env_id: int, problem: AttentionProblem, results: list[dict], ranking: Ranking | None) -> None:
-        """Store one problem's measurements and its winner atomically (one transaction)."""
+    def record(self, env_id: int, problem: AttentionProblem, results: list[dict], ranking: Ranking | None,
+               alone: bool = False) -> None:
+        """Store one problem's measurements and its winner atomically (one transaction); `alone`: measured as a
+        shape of its own, not a point of a sweep's grid (SweepOptions.alone)."""
         prob = {k: (int(v) if isinstance(v, bool) else v) for k, v in problem.to_dict().items() if k != "seq_lens"}
         base = {"env_id": env_id, "problem_key": problem.key(), **prob}
         laid = {"lengths": json.dumps(problem.seq_lens)} if problem.seq_lens is not None else {}
         stamp = now()
         with self.transaction():
             for r in results:
-                self.db["measurements"].insert({**base, **r, **laid, "created_at": stamp}, replace=True)
+                self.db["measurements"].insert({**base, **r, **laid, "alone": int(alone), "created_at": stamp},
+                                               replace=True)
             if ranking is not None:
                 w, ru = ranking.winner, ranking.runner_up
                 self.db["winners"].insert({

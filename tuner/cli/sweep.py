@@ -138,7 +138,8 @@ def sweep(
     import time
     opts = SweepOptions(max_relerr=max_relerr, retry_failed=retry_failed, isolate=isolate,
                         candidate_timeout_s=candidate_timeout, tactics=tactics, trials=trials, screen=screen,
-                        deadline=time.time() + 60 * max_minutes if max_minutes is not None else None)
+                        deadline=time.time() + 60 * max_minutes if max_minutes is not None else None,
+                        alone=bool(problems))
     from dispatcher.device import describe
 
     from ..store import Store

@@ -1,0 +1,66 @@
+"""Shapes measured alone (a problem list, the daemon's misses: Table.alone, schema 6) as corrections to the model
+of the family's grid (predictor.FittedModel.predict).
+
+The estimators read a grid: batch rows either side (split_rows), KV lengths either side in a row (kv_line),
+local planes through neighbours measured together. Read as more of the same, serving shapes measured one by one
+moved decisions far from them: with an off-grid seed's 600 H200 shapes added, another seed's regret went from
+1.0024 to 1.0047, worst 1.29x (a shape at batch 14 set the batch row below 18, past a wave step of XQA). So the
+grid's model is fitted without them, and each pipeline's time near them is scaled by its error at them:
+exp of the mean of log(measured / the grid model's) over the alone_k nearest within alone_radius, each weighted
+by 1 - distance / alone_radius, over a total weight of 1 at least (one shape at half the radius moves p half its
+error). benchmarks/results/alone/."""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from .mixed_residual import Residuals
+from .predictor_config import PredictorConfig
+from .problem import AttentionProblem
+from .table import Table, Timing
+
+
+class GridModel(Protocol):       # predictor.FittedModel, of the cells a grid measured
+    def predicted(self, p: AttentionProblem, stepped: bool = True) -> list[Timing]: ...
+    def batch_rows(self, p: AttentionProblem) -> tuple[int, int] | None: ...
+
+def measured_alone(table: Table) -> dict[tuple[Any, ...], list[AttentionProblem]]:
+    """Per family, its uniform cells measured alone, where the family has uniform cells a grid measured (a
+    family measured alone only is its own grid)."""
+    out: dict[tuple[Any, ...], list[AttentionProblem]] = {}
+    for fam, cells in table.by_family.items():
+        lone = [c for c in cells if c.skew == 1 and c in table.alone]
+        if lone and any(c.skew == 1 and c not in table.alone for c in cells):
+            out[fam] = lone
+    return out
+
+
+class AloneCorrections:
+    """The grid's model (`grid`: a FittedModel of the table without the cells measured alone) and those cells."""
+
+    def __init__(self, grid: GridModel, cells: dict[tuple[Any, ...], list[AttentionProblem]], table: Table,
+                 x: Callable[[AttentionProblem], tuple[float, ...]], config: PredictorConfig):
+        self.grid, self.cells, self.x, self.config = grid, cells, x, config
+        self._residuals = Residuals(lambda c: grid.predicted(c, True), lambda c: table.by_cell[c])
+
+    def covers(self, p: AttentionProblem) -> bool:
+        return p.skew == 1 and p.family() in self.cells
+
+    def near(self, p: AttentionProblem) -> list[tuple[AttentionProblem, float]]:
+        """The alone_k nearest cells of p's family measured alone, within alone_radius in feature space."""
+        here, radius = self.x(p), self.config.alone_radius
+        dist = {c: math.dist(self.x(c), here) for c in self.cells.get(p.family(), [])}
+        near = sorted((c for c, d in dist.items() if d < radius), key=lambda c: (dist[c], self.x(c)))
+        return [(c, dist[c]) for c in near[: self.config.alone_k]]
+
+    def predicted(self, p: AttentionProblem, stepped: bool) -> list[Timing]:
+        """The grid model's times at p, each scaled by its error at the cells measured alone near p."""
+        near, radius = self.near(p), self.config.alone_radius
+        out = []
+        for t in self.grid.predicted(p, stepped):
+            logs = [(1 - d / radius, r[t.pipeline.id][0]) for c, d in near
+                    if t.pipeline.id in (r := self._residuals.at(c))]
+            f = math.exp(sum(w * x for w, x in logs) / max(sum(w for w, _ in logs), 1.0)) if logs else 1.0
+            out.append(Timing(t.pipeline, t.median_us * f, t.spread_us * f, t.relerr))
+        return out

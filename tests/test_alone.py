@@ -1,0 +1,84 @@
+"""Shapes measured alone (`tuner sweep --problems`, the daemon's problems and misses: schema 6's `alone`) are
+no input of the grid's estimators; they scale the model's times near them by its error there
+(PredictorConfig.alone_k, benchmarks/results/alone/)."""
+import lzma
+import sqlite3
+
+from dispatcher.device import H200, describe
+from dispatcher.dispatch import Dispatcher, device_of
+from dispatcher.measurements import read_rows
+from dispatcher.predictor import PredictorConfig
+from dispatcher.problem import AttentionProblem
+from dispatcher.table import Table, Timing
+from tests.conftest import ROOT, SHIPPED, cpu_sweep_of, small
+from tests.test_model import SCOUT, TC, XQA
+from tests.test_offgrid import crossing_table
+from tuner.library import run_problems
+from tuner.options import SweepOptions
+
+RESULTS = ROOT / "benchmarks/results"
+
+
+def offgrid_rows(tmp_path, name: str, device) -> list:
+    db = tmp_path / f"{name.replace('/', '-')}.db"
+    db.write_bytes(lzma.decompress((RESULTS / f"{name}.db.xz").read_bytes()))
+    return read_rows(db, device, "graph")
+
+
+def test_serving_shapes_measured_alone_do_not_pull_a_decision_across_a_wave_step(tmp_path):
+    # the shipped H200 grid plus off-grid seed 2's 600 shapes. Read as grid points (as before schema 6), its
+    # single shapes at batch 17 and 20 became the batch rows either side of 18, just past XQA's wave step, read
+    # at 305 KV from planes below the step, and 40/8 BF16 batch 18 x 305 KV went to XQA: 19.6 us measured
+    # (off-grid seed 1), FA2-TC's fixed split 15.4 us. As corrections they leave the grid's step in place.
+    dev = device_of(SHIPPED, "NVIDIA H200")
+    seed2 = [{**dict(r), "alone": 1} for r in offgrid_rows(tmp_path, "h200-2026-12-06/offgrid2", dev)]
+    table = Table.from_rows(read_rows(SHIPPED, dev, "graph") + seed2)
+    p = AttentionProblem(phase="decode", num_qo_heads=40, num_kv_heads=8, head_dim=128, page_size=16, batch_size=18,
+                         kv_len=305, q_len=1, kv_dtype="bf16", out_dtype="bf16")
+    seed1 = offgrid_rows(tmp_path, "h200-2026-12-05/offgrid-seed1", dev)
+    measured = {r["pipeline"]: r["median_us"] for r in seed1 if r["problem_key"] == p.key()}
+    fastest = min(measured.values())
+    chosen = Dispatcher(table, dev).choose(p)
+    assert chosen.source == "learned" and measured[chosen.pipeline] <= 1.05 * fastest, chosen.reason
+    as_grid_points = Dispatcher(table, dev, predictor=PredictorConfig(alone_k=0)).choose(p).pipeline
+    assert as_grid_points.startswith("trtllm-xqa") and measured[as_grid_points] > 1.2 * fastest
+
+
+def alone_row(p: AttentionProblem, timing: Timing) -> dict:
+    return {**p.to_dict(), **timing.pipeline.to_row(), "median_us": timing.median_us, "spread_us": timing.spread_us,
+            "relerr": timing.relerr, "alone": 1}
+
+
+def test_a_shape_measured_alone_scales_its_neighbours_and_not_far_shapes():
+    # the crossing grid (XQA ahead below batch x kv = 5000) and one shape measured alone at batch 2 x 3000 KV,
+    # where XQA took twice what the grid's planes read there (FA2-TC as read)
+    grid = crossing_table()
+    there = small(**SCOUT, batch_size=2, kv_len=3000)
+    plain = Dispatcher(grid, H200)
+    read = {t.pipeline.id: t for t in plain.model.predict(there)}
+    rows = [alone_row(there, Timing(XQA, 2 * read[XQA.id].median_us, 0.1, 0.04)),
+            alone_row(there, Timing(TC, read[TC.id].median_us, 0.1, 0.003))]
+    grid_rows = [{**c.to_dict(), **t.pipeline.to_row(), "median_us": t.median_us, "spread_us": t.spread_us,
+                  "relerr": t.relerr} for c, ts in grid.by_cell.items() for t in ts.values()]
+    table = Table.from_rows(grid_rows + rows)
+    assert table.alone == {there.cell()}
+    d = Dispatcher(table, H200)
+    assert d.choose(there).source == "measured" and d.choose(there).kernel == "fa2-tc"
+    near = small(**SCOUT, batch_size=2, kv_len=2300)           # 0.38 octaves away: XQA ahead on the grid alone
+    assert plain.choose(near).kernel == "trtllm-xqa"
+    got = d.choose(near)
+    assert got.kernel == "fa2-tc" and "scaled by the error at the nearest shape measured alone" in got.reason
+    far = small(**SCOUT, batch_size=8, kv_len=512)             # more than alone_radius away: as on the grid
+    assert d.choose(far).pipeline == plain.choose(far).pipeline and d.model.alone_corrections(far) == 0
+    assert d.choose(far).expected_us == plain.choose(far).expected_us
+
+
+def test_a_problem_list_is_stored_as_measured_alone_and_a_grid_sweep_is_not(tmp_path):
+    p = small(head_dim=16)
+    listed = cpu_sweep_of(tmp_path, p)                  # tuner sweep --problems
+    assert sqlite3.connect(listed).execute("select distinct alone from measurements").fetchall() == [(1,)]
+    swept = tmp_path / "grid.db"                        # what a grid sweep passes: SweepOptions' default
+    run_problems([p], describe("cpu"), swept, "wall", SweepOptions(), say=lambda m: None)
+    assert sqlite3.connect(swept).execute("select distinct alone from measurements").fetchall() == [(0,)]
+    assert Table.from_rows(read_rows(listed, describe("cpu"), "wall")).alone == {p.cell()}
+    assert Table.from_rows(read_rows(swept, describe("cpu"), "wall")).alone == set()
