@@ -3,16 +3,18 @@ of the family's grid (predictor.FittedModel.predict).
 
 The estimators read a grid: batch rows either side (split_rows), KV lengths either side in a row (kv_line),
 local planes through neighbours measured together. Read as more of the same, serving shapes measured one by one
-moved decisions far from them: with an off-grid seed's 600 H200 shapes added, another seed's regret went from
-1.0024 to 1.0047, worst 1.29x (a shape at batch 14 set the batch row below 18, past a wave step of XQA). So the
-grid's model is fitted without them, and each pipeline's time near them is scaled by its error at them:
-exp of the mean of log(measured / the grid model's) over the alone_k nearest within alone_radius, each weighted
-by 1 - distance / alone_radius, over a total weight of 1 at least (one shape at half the radius moves p half its
-error). benchmarks/results/alone/."""
+moved decisions far from them: with three off-grid seeds' 1800 H200 shapes added to the shipped grid, the
+fourth seed's regret went from 1.0024 to 1.0047 (seed 2 alone did as much: single shapes at batch 17 and 20
+became the batch rows either side of 18, just past XQA's wave step). So the grid's model is fitted without
+them, and each pipeline's time near them is scaled by its error at them: exp of the mean of log(measured / the
+grid model's) over the alone_k nearest within alone_radius, each weighted by 1 - distance / alone_radius, over
+a total weight of 1 at least (one shape at half the radius moves p half its error); its accuracy the worst of
+the grid model's and those shapes'. benchmarks/results/alone/."""
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Protocol
 
 from .mixed_residual import Residuals
@@ -25,7 +27,7 @@ class GridModel(Protocol):       # predictor.FittedModel, of the cells a grid me
     def predicted(self, p: AttentionProblem, stepped: bool = True) -> list[Timing]: ...
     def batch_rows(self, p: AttentionProblem) -> tuple[int, int] | None: ...
 
-def measured_alone(table: Table) -> dict[tuple[Any, ...], list[AttentionProblem]]:
+def alone_cells(table: Table) -> dict[tuple[Any, ...], list[AttentionProblem]]:
     """Per family, its uniform cells measured alone, where the family has uniform cells a grid measured (a
     family measured alone only is its own grid)."""
     out: dict[tuple[Any, ...], list[AttentionProblem]] = {}
@@ -42,7 +44,9 @@ class AloneCorrections:
     def __init__(self, grid: GridModel, cells: dict[tuple[Any, ...], list[AttentionProblem]], table: Table,
                  x: Callable[[AttentionProblem], tuple[float, ...]], config: PredictorConfig):
         self.grid, self.cells, self.x, self.config = grid, cells, x, config
-        self._residuals = Residuals(lambda c: grid.predicted(c, True), lambda c: table.by_cell[c])
+        # the error of the times as p is read: with whole waves of requests (stepped) or without
+        self._residuals = {s: Residuals(partial(_read, grid, stepped=s), lambda c: table.by_cell[c])
+                           for s in (True, False)}
 
     def covers(self, p: AttentionProblem) -> bool:
         return p.skew == 1 and p.family() in self.cells
@@ -59,8 +63,13 @@ class AloneCorrections:
         near, radius = self.near(p), self.config.alone_radius
         out = []
         for t in self.grid.predicted(p, stepped):
-            logs = [(1 - d / radius, r[t.pipeline.id][0]) for c, d in near
-                    if t.pipeline.id in (r := self._residuals.at(c))]
-            f = math.exp(sum(w * x for w, x in logs) / max(sum(w for w, _ in logs), 1.0)) if logs else 1.0
-            out.append(Timing(t.pipeline, t.median_us * f, t.spread_us * f, t.relerr))
+            used = [(1 - d / radius, *r[t.pipeline.id]) for c, d in near
+                    if t.pipeline.id in (r := self._residuals[stepped].at(c))]
+            f = math.exp(sum(w * x for w, x, _ in used) / max(sum(w for w, _, _ in used), 1.0)) if used else 1.0
+            errs = [e for e in (t.relerr, *(e for _, _, e in used)) if e is not None]
+            out.append(Timing(t.pipeline, t.median_us * f, t.spread_us * f, max(errs) if errs else None))
         return out
+
+
+def _read(grid: GridModel, p: AttentionProblem, stepped: bool) -> list[Timing]:
+    return grid.predicted(p, stepped)

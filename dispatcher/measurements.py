@@ -98,6 +98,8 @@ def table_for(db: store.DbPath, device: DeviceInfo, timing_mode: str, borrow: bo
                 for t in timings.values():
                     table.add(cell, t)
                 table.measured_at[cell] = source.measured_at.get(cell, cell)
+                if cell in source.alone:
+                    table.alone.add(cell)
     mine = {c: dict(t) for c, t in own.by_cell.items() if c.family() in families}
     table.lent = Lent(twin, families, frozenset(c for c in table.by_cell if c.family() in families), mine,
                       {c: own.measured_at.get(c, c) for c in mine}, frozenset(other.page_sizes))

@@ -45,7 +45,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from .alone import AloneCorrections, measured_alone
+from .alone import AloneCorrections, alone_cells
 from .device import DeviceInfo
 from .estimates import log_between, scaled, slower, split_weight, summed
 from .floor import DominatedFloor
@@ -110,7 +110,7 @@ class FittedModel:
         self._floor = DominatedFloor(table)
         # alone_k: shapes measured alone are no input of the grid's estimators; they correct them near them
         self._alone: AloneCorrections | None = None
-        if config.alone_k and (lone := measured_alone(table)):
+        if config.alone_k and (lone := alone_cells(table)):
             off = {c for cells in lone.values() for c in cells}
             grid = FittedModel(table.subset([c for c in table.by_cell if c not in off]), config, sm_count, ragged,
                                splits, remember)
@@ -355,7 +355,10 @@ class FittedModel:
 
     def alone_corrections(self, p: AttentionProblem) -> int:
         """How many cells measured alone scale p's predicted times (0: none)."""
-        return len(self._alone.near(p)) if self._alone and self._alone.covers(p) and not self._corrects(p) else 0
+        if self._corrects(p):
+            assert self._uniform is not None
+            return self._uniform.alone_corrections(p)
+        return len(self._alone.near(p)) if self._alone and self._alone.covers(p) else 0
 
     def _predict(self, p: AttentionProblem, stepped: bool) -> list[Timing]:
         if self._alone is not None and self._alone.covers(p) and not self._corrects(p):

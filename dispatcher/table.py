@@ -149,14 +149,16 @@ class Table:
         """Rows of ok measurements, oldest environment first: a later one overrides an earlier one.
         Several measured problems may share a cell: see one_cell for how they are put on one scale."""
         rows = list(rows)
+        problems = [problem_of(r) for r in rows]
         exact: dict[AttentionProblem, dict[AttentionProblem, dict[str, Timing]]] = {}
-        for p, timings in measured_problems(rows).items():
+        for p, timings in measured_problems(rows, problems).items():
             exact.setdefault(p.cell(), {})[p] = timings
         t = cls()
         t.measured = {p for measured in exact.values() for p in measured}
-        if any(map(measured_alone, rows)):        # a cell a grid measured too is the grid's
-            t.alone = ({problem_of(r).cell() for r in rows if measured_alone(r)}
-                       - {problem_of(r).cell() for r in rows if not measured_alone(r)})
+        alone = [measured_alone(r) for r in rows]
+        if any(alone):                            # a cell a grid measured too is the grid's
+            lone = {p for p, a in zip(problems, alone) if a} - {p for p, a in zip(problems, alone) if not a}
+            t.alone = {cell for cell, measured in exact.items() if lone.issuperset(measured)}
         for cell, measured in exact.items():
             for timing in one_cell(cell, measured):
                 t.add(cell, timing)
@@ -218,11 +220,13 @@ def stored_balance(row: Any) -> float:
     return 0.0
 
 
-def measured_problems(rows: Iterable[Any]) -> dict[AttentionProblem, dict[str, Timing]]:
-    """Each problem measured, exactly as measured, with its timings by pipeline (a later row wins)."""
+def measured_problems(rows: Iterable[Any], problems: Iterable[AttentionProblem] | None = None
+                      ) -> dict[AttentionProblem, dict[str, Timing]]:
+    """Each problem measured, exactly as measured, with its timings by pipeline (a later row wins); `problems`:
+    the rows' problems (problem_of), where the caller has them."""
     out: dict[AttentionProblem, dict[str, Timing]] = {}
-    for r in rows:
-        p = problem_of(r)
+    rows = list(rows)
+    for r, p in zip(rows, problems if problems is not None else map(problem_of, rows)):
         pipe = Pipeline.from_row(r)
         out.setdefault(p, {})[pipe.id] = Timing(pipe, r["median_us"], r["spread_us"] or 0.0, r["relerr"])
     return out

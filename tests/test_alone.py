@@ -82,3 +82,31 @@ def test_a_problem_list_is_stored_as_measured_alone_and_a_grid_sweep_is_not(tmp_
     assert sqlite3.connect(swept).execute("select distinct alone from measurements").fetchall() == [(0,)]
     assert Table.from_rows(read_rows(listed, describe("cpu"), "wall")).alone == {p.cell()}
     assert Table.from_rows(read_rows(swept, describe("cpu"), "wall")).alone == set()
+
+
+def test_a_cell_a_grid_measured_too_is_the_grids():
+    grid = crossing_table()
+    at = small(**SCOUT, batch_size=4, kv_len=4000)             # in the grid's cell of 4 x 4096
+    rows = [alone_row(at, Timing(XQA, 30.0, 0.1, 0.04))]
+    rows += [{**c.to_dict(), **t.pipeline.to_row(), "median_us": t.median_us, "spread_us": t.spread_us,
+              "relerr": t.relerr} for c, ts in grid.by_cell.items() for t in ts.values()]
+    assert at.cell() == small(**SCOUT, batch_size=4, kv_len=4096).cell()
+    assert Table.from_rows(rows).alone == set()
+
+
+def test_a_table_that_borrows_a_twins_family_keeps_its_cells_measured_alone(monkeypatch):
+    # a serving host whose twin GPU (same compute capability and SMs) swept more of another family
+    import dispatcher.measurements as measurements
+    from dispatcher.device import named
+    there = small(**SCOUT, batch_size=2, kv_len=3000)
+    grid = crossing_table()
+    rows = [{**c.to_dict(), **t.pipeline.to_row(), "median_us": t.median_us, "spread_us": t.spread_us,
+             "relerr": t.relerr} for c, ts in grid.by_cell.items() for t in ts.values()]
+    own = Table.from_rows(rows + [alone_row(there, Timing(XQA, 10.0, 0.1, 0.04))])
+    elsewhere = small(head_dim=64, batch_size=4, kv_len=512)
+    twin = Table.from_rows([alone_row(elsewhere, Timing(TC, 5.0, 0.1, 0.003)) | {"alone": 0}])
+    monkeypatch.setattr(measurements, "read_table", lambda db, dev, mode: own if dev is H200 else twin)
+    monkeypatch.setattr(measurements, "twin_of", lambda db, dev, mode: named("twin", (9, 0), 132))
+    table = measurements.table_for("any.db", H200, "graph")
+    assert table.lent is not None and elsewhere.family() in table.lent.families
+    assert table.alone == {there.cell()}

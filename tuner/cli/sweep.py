@@ -139,7 +139,7 @@ def sweep(
     opts = SweepOptions(max_relerr=max_relerr, retry_failed=retry_failed, isolate=isolate,
                         candidate_timeout_s=candidate_timeout, tactics=tactics, trials=trials, screen=screen,
                         deadline=time.time() + 60 * max_minutes if max_minutes is not None else None,
-                        alone=bool(problems))
+                        alone=bool(problems) and search != "adaptive")   # a searched list is a grid
     from dispatcher.device import describe
 
     from ..store import Store
