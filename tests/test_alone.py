@@ -13,7 +13,7 @@ from dispatcher.table import Table, Timing
 from tests.conftest import ROOT, SHIPPED, cpu_sweep_of, small
 from tests.test_model import SCOUT, TC, XQA
 from tests.test_offgrid import crossing_table
-from tuner.library import run_problems
+from tuner.library import overview, run_problems
 from tuner.options import SweepOptions
 
 RESULTS = ROOT / "benchmarks/results"
@@ -82,6 +82,9 @@ def test_a_problem_list_is_stored_as_measured_alone_and_a_grid_sweep_is_not(tmp_
     assert sqlite3.connect(swept).execute("select distinct alone from measurements").fetchall() == [(0,)]
     assert Table.from_rows(read_rows(listed, describe("cpu"), "wall")).alone == {p.cell()}
     assert Table.from_rows(read_rows(swept, describe("cpu"), "wall")).alone == set()
+    # tuner show (and GET /v1/environments) counts them
+    assert [e["shapes_measured_alone"] for e in overview(listed)["environments"]] == [1]
+    assert [e["shapes_measured_alone"] for e in overview(swept)["environments"]] == [0]
 
 
 def test_a_cell_a_grid_measured_too_is_the_grids():

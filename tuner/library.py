@@ -257,8 +257,12 @@ def overview(db=None) -> dict:
         by_env = defaultdict(dict)
         for env_id, status, n in q("select env_id, status, count(*) from measurements group by env_id, status"):
             by_env[env_id][status] = n
+        columns = {r[1] for r in q("pragma table_info(measurements)")}
+        alone = dict(q("select env_id, count(distinct problem_key) from measurements where alone = 1 group by env_id")
+                     if "alone" in columns else [])    # schema 6
         for e in envs:
             e["measurements"] = by_env.get(e["id"], {})
+            e["shapes_measured_alone"] = alone.get(e["id"], 0)
             e["winners"] = q("select count(*) from winners where env_id = ?", e["id"])[0][0]
             e["coverage"] = [dict(r) for r in q(
                 "select phase, num_qo_heads, num_kv_heads, page_size, kv_dtype, out_dtype, count(*) as buckets, "

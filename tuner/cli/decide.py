@@ -118,7 +118,9 @@ def show(db: Db = None, as_json: Annotated[bool, typer.Option("--json")] = False
     for e in info["environments"]:
         out.print(f"[bold]#{e['id']} {e['device_name']}[/] ({e['timing_mode']}, torch {e['torch']}, "
                   f"flashinfer {e['flashinfer'] or '-'}): {_counts(e['measurements'])} measurements, "
-                  f"{e['winners']} winners", highlight=False, soft_wrap=True)
+                  f"{e['winners']} winners" + (f", {n} shapes measured alone (--problems, misses)"
+                                               if (n := e.get("shapes_measured_alone")) else ""),
+                  highlight=False, soft_wrap=True)
         for c in e["coverage"]:
             out.print(f"   {c['phase']:7s} {c['num_qo_heads']}/{c['num_kv_heads']} page {c['page_size']} "
                       f"{c['kv_dtype']}/{c['out_dtype']}: {c['buckets']} buckets, batch "
