@@ -27,6 +27,7 @@ class GridModel(Protocol):       # predictor.FittedModel, of the cells a grid me
     def predicted(self, p: AttentionProblem, stepped: bool = True) -> list[Timing]: ...
     def batch_rows(self, p: AttentionProblem) -> tuple[int, int] | None: ...
 
+
 def alone_cells(table: Table) -> dict[tuple[Any, ...], list[AttentionProblem]]:
     """Per family, its uniform cells measured alone, where the family has uniform cells a grid measured (a
     family measured alone only is its own grid)."""
