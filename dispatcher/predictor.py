@@ -355,8 +355,7 @@ class FittedModel:
 
     def alone_corrections(self, p: AttentionProblem) -> int:
         """How many cells measured alone scale p's predicted times (0: none)."""
-        if self._corrects(p):
-            assert self._uniform is not None
+        if self._corrects(p) and self._uniform is not None:     # a mixed family's uniform model reads p
             return self._uniform.alone_corrections(p)
         return len(self._alone.near(p)) if self._alone and self._alone.covers(p) else 0
 
