@@ -44,9 +44,14 @@ def test_serving_shapes_measured_alone_do_not_pull_a_decision_across_a_wave_step
     assert as_grid_points.startswith("trtllm-xqa") and measured[as_grid_points] > 1.2 * fastest
 
 
-def alone_row(p: AttentionProblem, timing: Timing) -> dict:
+def alone_row(p: AttentionProblem, timing: Timing, alone: int = 1) -> dict:
     return {**p.to_dict(), **timing.pipeline.to_row(), "median_us": timing.median_us, "spread_us": timing.spread_us,
-            "relerr": timing.relerr, "alone": 1}
+            "relerr": timing.relerr, "alone": alone}
+
+
+def grid_rows(table: Table) -> list[dict]:
+    """A table's timings as the store's rows of a grid sweep."""
+    return [alone_row(c, t, alone=0) for c, ts in table.by_cell.items() for t in ts.values()]
 
 
 def test_a_shape_measured_alone_scales_its_neighbours_and_not_far_shapes():
@@ -58,9 +63,7 @@ def test_a_shape_measured_alone_scales_its_neighbours_and_not_far_shapes():
     read = {t.pipeline.id: t for t in plain.model.predict(there)}
     rows = [alone_row(there, Timing(XQA, 2 * read[XQA.id].median_us, 0.1, 0.04)),
             alone_row(there, Timing(TC, read[TC.id].median_us, 0.1, 0.003))]
-    grid_rows = [{**c.to_dict(), **t.pipeline.to_row(), "median_us": t.median_us, "spread_us": t.spread_us,
-                  "relerr": t.relerr} for c, ts in grid.by_cell.items() for t in ts.values()]
-    table = Table.from_rows(grid_rows + rows)
+    table = Table.from_rows(grid_rows(grid) + rows)
     assert table.alone == {there.cell()}
     d = Dispatcher(table, H200)
     assert d.choose(there).source == "measured" and d.choose(there).kernel == "fa2-tc"
@@ -91,8 +94,7 @@ def test_a_cell_a_grid_measured_too_is_the_grids():
     grid = crossing_table()
     at = small(**SCOUT, batch_size=4, kv_len=4000)             # in the grid's cell of 4 x 4096
     rows = [alone_row(at, Timing(XQA, 30.0, 0.1, 0.04))]
-    rows += [{**c.to_dict(), **t.pipeline.to_row(), "median_us": t.median_us, "spread_us": t.spread_us,
-              "relerr": t.relerr} for c, ts in grid.by_cell.items() for t in ts.values()]
+    rows += grid_rows(grid)
     assert at.cell() == small(**SCOUT, batch_size=4, kv_len=4096).cell()
     assert Table.from_rows(rows).alone == set()
 
@@ -103,11 +105,9 @@ def test_a_table_that_borrows_a_twins_family_keeps_its_cells_measured_alone(monk
     from dispatcher.device import named
     there = small(**SCOUT, batch_size=2, kv_len=3000)
     grid = crossing_table()
-    rows = [{**c.to_dict(), **t.pipeline.to_row(), "median_us": t.median_us, "spread_us": t.spread_us,
-             "relerr": t.relerr} for c, ts in grid.by_cell.items() for t in ts.values()]
-    own = Table.from_rows(rows + [alone_row(there, Timing(XQA, 10.0, 0.1, 0.04))])
+    own = Table.from_rows(grid_rows(grid) + [alone_row(there, Timing(XQA, 10.0, 0.1, 0.04))])
     elsewhere = small(head_dim=64, batch_size=4, kv_len=512)
-    twin = Table.from_rows([alone_row(elsewhere, Timing(TC, 5.0, 0.1, 0.003)) | {"alone": 0}])
+    twin = Table.from_rows([alone_row(elsewhere, Timing(TC, 5.0, 0.1, 0.003), alone=0)])
     monkeypatch.setattr(measurements, "read_table", lambda db, dev, mode: own if dev is H200 else twin)
     monkeypatch.setattr(measurements, "twin_of", lambda db, dev, mode: named("twin", (9, 0), 132))
     table = measurements.table_for("any.db", H200, "graph")
