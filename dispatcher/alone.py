@@ -28,15 +28,24 @@ class GridModel(Protocol):       # predictor.FittedModel, of the cells a grid me
     def batch_rows(self, p: AttentionProblem) -> tuple[int, int] | None: ...
 
 
-def alone_cells(table: Table) -> dict[tuple[Any, ...], list[AttentionProblem]]:
-    """Per family, its uniform cells measured alone, where the family has uniform cells a grid measured (a
-    family measured alone only is its own grid)."""
+def alone_cells(table: Table, elsewhere: set[tuple[Any, ...]]) -> dict[tuple[Any, ...], list[AttentionProblem]]:
+    """Per family but those read `elsewhere` (by the mixed-batch model's uniform model, which has its own), its
+    uniform cells measured alone, where the family has uniform cells a grid measured (a family measured alone
+    only is its own grid)."""
     out: dict[tuple[Any, ...], list[AttentionProblem]] = {}
     for fam, cells in table.by_family.items():
-        lone = [c for c in cells if c.skew == 1 and c in table.alone]
+        lone = [c for c in cells if c.skew == 1 and c in table.alone and fam not in elsewhere]
         if lone and any(c.skew == 1 and c not in table.alone for c in cells):
             out[fam] = lone
     return out
+
+
+def grid_cells(table: Table, lone: dict[tuple[Any, ...], list[AttentionProblem]],
+               elsewhere: set[tuple[Any, ...]]) -> list[AttentionProblem]:
+    """The cells the grid's model reads: not those measured alone, nor the mixed batches of families read
+    `elsewhere` (it is never asked of them, and without them it builds no mixed-batch model of its own)."""
+    off = {c for cells in lone.values() for c in cells}
+    return [c for c in table.by_cell if c not in off and not (c.skew > 1 and c.family() in elsewhere)]
 
 
 class AloneCorrections:

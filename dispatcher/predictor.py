@@ -45,7 +45,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from .alone import AloneCorrections, alone_cells
+from .alone import AloneCorrections, alone_cells, grid_cells
 from .device import DeviceInfo
 from .estimates import log_between, scaled, slower, split_weight, summed
 from .floor import DominatedFloor
@@ -104,15 +104,16 @@ class FittedModel:
             self._uniform = FittedModel(table.subset([c for c in table.by_cell if c.skew == 1]), config, sm_count,
                                         ragged, splits, remember)
             self._residuals = Residuals(self._uniform.ragged_prior, lambda c: table.by_cell[c])
+        # families the uniform model reads, mixed batches corrected (a family measured mixed only keeps its planes)
+        self._corrected = {f for f in self._mixed if f in self._uniform.table.by_family} if self._uniform else set()
         self._memo: dict[tuple[AttentionProblem, bool], tuple[Timing, ...]] | None = {} if remember else None
         self._x: dict[AttentionProblem, Features] = {
             c: features(c, config, sm_count) for cells in table.by_family.values() for c in cells}
         self._floor = DominatedFloor(table)
         # alone_k: shapes measured alone are no input of the grid's estimators; they correct them near them
         self._alone: AloneCorrections | None = None
-        if config.alone_k and (lone := alone_cells(table)):
-            off = {c for cells in lone.values() for c in cells}
-            grid = FittedModel(table.subset([c for c in table.by_cell if c not in off]), config, sm_count, ragged,
+        if config.alone_k and (lone := alone_cells(table, self._corrected)):    # the uniform model has its own
+            grid = FittedModel(table.subset(grid_cells(table, lone, self._corrected)), config, sm_count, ragged,
                                splits, remember)
             self._alone = AloneCorrections(grid, lone, table, self.x, config)
 
@@ -245,9 +246,8 @@ class FittedModel:
         return out
 
     def _corrects(self, p: AttentionProblem) -> bool:
-        """p's family is read by the uniform model, mixed batches corrected (mixed_residual_k): it has
-        mixed batches measured and uniform ones (a family measured mixed only keeps its planes)."""
-        return self._uniform is not None and p.family() in self._mixed and p.family() in self._uniform.table.by_family
+        """p's family is read by the uniform model, mixed batches corrected (mixed_residual_k)."""
+        return p.family() in self._corrected
 
     def counts_spread(self, p: AttentionProblem) -> Callable[[Any], bool]:
         """Whose corrections at p take the standard deviation term (PredictorConfig.mixed_residual_std_*)."""
@@ -355,7 +355,7 @@ class FittedModel:
 
     def alone_corrections(self, p: AttentionProblem) -> int:
         """How many cells measured alone scale p's predicted times (0: none)."""
-        if self._corrects(p) and self._uniform is not None:     # a mixed family's uniform model reads p
+        if self._corrects(p) and self._uniform is not None:     # the uniform model reads p
             return self._uniform.alone_corrections(p)
         return len(self._alone.near(p)) if self._alone and self._alone.covers(p) else 0
 
