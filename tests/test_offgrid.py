@@ -3,6 +3,7 @@ measured cell, the model's settings as one value, and `tuner evaluate --offgrid`
 import dataclasses
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -258,3 +259,43 @@ def test_the_shapes_lost_to_a_rule_are_each_configurations_worst_few():
     v = summarize(g, ("learned",))["learned"]
     assert v["slower_than_vllm-2026"] == 5 and v["worst_vs_vllm-2026"] == 1.31
     assert [x["slower_by"] for x in v["slower_shapes_vs_vllm-2026"]] == sorted(by, reverse=True)[:WORST]
+
+
+def test_evaluate_remeasured_decides_each_shape_from_its_second_measurement(swept_db, tmp_path):
+    # the noise ceiling: the same set measured twice, each shape decided from one run and timed in the other
+    shapes = [small(batch_size=b, kv_len=kv) for b, kv in ((2, 100), (3, 180), (2, 300))]
+    probs = tmp_path / "off.jsonl"
+    write_problems(probs, shapes)
+    off, again = tmp_path / "off.db", tmp_path / "again.db"
+    r = tuner("sweep", "--problems", str(probs), "--device", "cpu", "--db", str(off), "--no-isolate")
+    assert r.returncode == 0, r.stderr[-2000:]
+    shutil.copy(off, again)
+    with sqlite3.connect(again) as conn:     # run 2: one shape's slowest accurate pipeline came out fastest ...
+        key, pipe = conn.execute("select problem_key, pipeline from measurements where status = 'ok' and "
+                                 "relerr < 0.01 order by median_us desc").fetchone()
+        conn.execute("update measurements set median_us = 0.001, min_us = 0.001, max_us = 0.001, spread_us = 0 "
+                     "where problem_key = ? and pipeline = ?", (key, pipe))
+        (gone,) = conn.execute("select problem_key from measurements where problem_key != ?", (key,)).fetchone()
+        conn.execute("delete from measurements where problem_key = ?", (gone,))     # ... another was not measured
+    with sqlite3.connect(off) as conn:
+        run1 = dict(conn.execute("select pipeline, median_us from measurements where status = 'ok' and relerr < 0.01 "
+                                 "and problem_key = ?", (key,)).fetchall())
+    r = tuner("evaluate", "--db", str(swept_db[0]), "--device", "cpu", "--offgrid", str(off), "--remeasured",
+              str(again), "--json")
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads(r.stdout)
+    assert res["problems"] == 2 and res["remeasured_db"] == str(again)      # the shapes both runs hold
+    (v,) = res["configs"].values()
+    assert v["learned"]["n"] == v["remeasured"]["n"] == 2
+    assert v["remeasured"]["regret_max"] == pytest.approx(run1[pipe] / min(run1.values()))
+    table = tuner("evaluate", "--db", str(swept_db[0]), "--device", "cpu", "--offgrid", str(off), "--remeasured",
+                  str(again))
+    assert table.returncode == 0 and "all scored shapes, remeasured: regret gm" in table.stdout, table.stderr
+    with sqlite3.connect(again) as conn:
+        conn.execute("update environments set device_name = 'CPU of another host'")
+    other = tuner("evaluate", "--db", str(swept_db[0]), "--device", "cpu", "--offgrid", str(off), "--remeasured",
+                  str(again))
+    assert other.returncode == 2 and "holds no measurements of" in other.stderr and "CPU of another host" in \
+        other.stderr, other.stderr
+    alone = tuner("evaluate", "--db", str(swept_db[0]), "--device", "cpu", "--remeasured", str(again))
+    assert alone.returncode == 2 and "give --offgrid too" in alone.stderr

@@ -109,11 +109,14 @@ def evaluate_between(db=None, device: str | None = None, methods=("learned", "ro
 
 def evaluate_offgrid(db, offgrid_db, device: str | None = None, methods=("learned",),
                      config: PredictorConfig | None = None, shapes: bool = False,
-                     measured_on: str | None = None) -> dict:
+                     measured_on: str | None = None, remeasured_db=None) -> dict:
     """Off the grid: fit on `db` (a heuristics.db), choose for each problem measured in `offgrid_db` (a
     seeded set of serving-like shapes, benchmarks/offgrid.py) exactly as asked, and score the choice
     with the times measured there: on `measured_on` (a device name in `offgrid_db`; default: the
-    fitted device), so that a database learned on one GPU can be scored on another's times."""
+    fitted device), so that a database learned on one GPU can be scored on another's times.
+    `remeasured_db`: the same set measured another time on that device; each shape's decision from that
+    measurement is scored too (method "remeasured"), every method on the shapes both hold: the best any
+    decision can score on these times, given how far two runs of the harness disagree."""
     full, dev = load_table(db, device)
     path = store.default_path(offgrid_db)
     if not path.exists():
@@ -132,14 +135,37 @@ def evaluate_offgrid(db, offgrid_db, device: str | None = None, methods=("learne
         raise ValueError(f"no ok measurements for {truth.name} in {path}{hint}")
     if any(p.skew > 1 for p in measured):         # a mixed-length set: also as the rules key a batch
         methods = (*methods, *(m for m in KEYED if m not in methods))
-    configs = score(full, measured, dev, methods, config, shapes)
+    again = _remeasured(remeasured_db, truth, measured) if remeasured_db is not None else None
+    if again is not None:     # every method on the shapes both measurements hold
+        methods = (*methods, "remeasured")
+        measured = {p: t for p, t in measured.items() if p in again.measured}
+    configs = score(full, measured, dev, methods, config, shapes, again)
     res = {"device": dev.name, "measured_on": truth.name, "offgrid_db": str(offgrid_db),
            "problems": len(measured), "configs": configs, "overall": overall(configs),
            "in_sample": sum(p in full.measured for p in measured)}
+    if again is not None:
+        res["remeasured_db"] = str(remeasured_db)
     if truth.sm_count != dev.sm_count:       # the same kernels, but the waves of work fall elsewhere
         res["note"] = (f"{truth.name} has {truth.sm_count or 'unknown'} SMs, {dev.name} "
                        f"{dev.sm_count or 'unknown'}: the choices assume the latter")
     return res
+
+
+def _remeasured(path, truth: DeviceInfo, measured: dict) -> Table:
+    """The second measurement of an off-grid set: its table on `truth`'s times, which must share shapes with the
+    first."""
+    if not store.default_path(path).exists():
+        raise ValueError(f"--remeasured {path} does not exist; give a database the same off-grid set was measured "
+                         "into another time (tuner sweep --problems FILE --db ...)")
+    names = store.device_names(path)
+    if truth.name not in names:
+        raise ValueError(f"--remeasured {path} holds no measurements of {truth.name} (it holds "
+                         f"{', '.join(names) or 'none'}); measure the set again on the device that scores it")
+    again = read_table(path, truth, default_timing_mode(truth))
+    if not again.measured & set(measured):
+        raise ValueError(f"--remeasured {path} shares no measured shape with the off-grid set; it must be the same "
+                         "problem list measured again")
+    return again
 
 
 def evaluate_adaptive(db=None, device: str | None = None, fraction: float = 1 / 3, seed: int = 0,
@@ -224,12 +250,15 @@ def keyed(p, by: str):
 
 
 def score(train: Table, held: dict, dev: DeviceInfo, methods, config: PredictorConfig | None = None,
-          shapes: bool = False) -> dict:
+          shapes: bool = False, again: Table | None = None) -> dict:
     """Per configuration: regret of each method's choice on the held-out problems (problem -> its
     measured timings by pipeline), and its speedup over the rules, from the measured times there;
-    `shapes`: also every scored shape (for tuner evaluate --plot)."""
+    `shapes`: also every scored shape (for tuner evaluate --plot). Method "remeasured" answers from `again`
+    alone, the same shapes measured another time."""
     registry = load_registry()
-    choosers = {m: Dispatcher(train, dev, registry, learned=(m == "learned" or m in KEYED), predictor=config)
+    tables = {"remeasured": again} if again is not None else {}
+    choosers = {m: Dispatcher(tables.get(m, train), dev, registry,
+                              learned=(m in ("learned", "remeasured") or m in KEYED), predictor=config)
                 for m in methods if m != "rounded"}
     rows = defaultdict(lambda: defaultdict(list))
     for b in sorted(held, key=lambda b: b.key()):

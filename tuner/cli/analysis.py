@@ -25,6 +25,10 @@ def evaluate(db: Db = None, device: AnalysedDev = None,
              measured_on: Annotated[Optional[str], typer.Option(
                  help="with --offgrid: score on the times measured on this device there (a device name in that "
                       "database; default: --device), e.g. the shipped H200 database on an H100's shapes")] = None,
+             remeasured: Annotated[Optional[str], typer.Option(
+                 help="with --offgrid: the same shapes measured another time (on the same device): each shape's "
+                      "decision from that measurement is scored too, as 'remeasured', the best a decision can "
+                      "score given the harness's repeat noise")] = None,
              between: Annotated[bool, typer.Option(
                  "--between", help="fit on every other measured size, score between them, beside the bucketed "
                                    "answer (the winner at the sizes rounded up)")] = False,
@@ -60,6 +64,8 @@ def evaluate(db: Db = None, device: AnalysedDev = None,
         checked_screen(screen, "--screen")
     if measured_on is not None and offgrid is None:
         raise ValueError("--measured-on names the device whose times score an --offgrid set; give --offgrid too")
+    if remeasured is not None and offgrid is None:
+        raise ValueError("--remeasured is a second measurement of an --offgrid set; give --offgrid too")
     require_db(db)
     config = PredictorConfig.from_file(predictor_config) if predictor_config else None
     if plot is not None:
@@ -80,8 +86,11 @@ def evaluate(db: Db = None, device: AnalysedDev = None,
         print(json.dumps(res, indent=1))
         return
     if offgrid is not None:
-        res = ev.evaluate_offgrid(db, offgrid, device, config=config, shapes=plot is not None, measured_on=measured_on)
+        res = ev.evaluate_offgrid(db, offgrid, device, config=config, shapes=plot is not None, measured_on=measured_on,
+                                  remeasured_db=remeasured)
         title = f"{res['device']}: {res['problems']} off-grid problems measured in {offgrid}"
+        if remeasured is not None:
+            title += f" and again in {remeasured}"
         if res["measured_on"] != res["device"]:
             title += f" on {res['measured_on']}"
         if "note" in res:
