@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 import random
 from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
 
 from dispatcher import store
 from dispatcher.device import DeviceInfo
@@ -14,7 +16,7 @@ from dispatcher.pipeline import candidates
 from dispatcher.policy import max_relerr
 from dispatcher.predictor import Predictor, PredictorConfig
 from dispatcher.registry import load_registry
-from dispatcher.rules import RULES, rule_pick
+from dispatcher.rules import DEFAULT_RULE, RULES, rule_pick
 from dispatcher.table import Table, Timing, measured_problems, noise_us, rank
 
 from ..search.screen import ScreenConfig
@@ -114,9 +116,9 @@ def evaluate_offgrid(db, offgrid_db, device: str | None = None, methods=("learne
     seeded set of serving-like shapes, benchmarks/offgrid.py) exactly as asked, and score the choice
     with the times measured there: on `measured_on` (a device name in `offgrid_db`; default: the
     fitted device), so that a database learned on one GPU can be scored on another's times.
-    `remeasured_db`: the same set measured another time on that device; each shape's decision from that
-    measurement is scored too (method "remeasured"), every method on the shapes both hold: the best any
-    decision can score on these times, given how far two runs of the harness disagree."""
+    `remeasured_db`: the same set measured another time on that device; each shape is also decided from its
+    own measurement there (method "remeasured"), every method on the shapes both hold: what measuring each
+    shape once would choose, a reference for how far two runs of the harness disagree."""
     full, dev = load_table(db, device)
     path = store.default_path(offgrid_db)
     if not path.exists():
@@ -135,25 +137,28 @@ def evaluate_offgrid(db, offgrid_db, device: str | None = None, methods=("learne
         raise ValueError(f"no ok measurements for {truth.name} in {path}{hint}")
     if any(p.skew > 1 for p in measured):         # a mixed-length set: also as the rules key a batch
         methods = (*methods, *(m for m in KEYED if m not in methods))
-    again = _remeasured(remeasured_db, truth, measured) if remeasured_db is not None else None
-    if again is not None:     # every method on the shapes both measurements hold
+    again, asked = None, len(measured)
+    if remeasured_db is not None:     # a shape one run lacks has no reference to compare a choice with
+        again = _remeasured(remeasured_db, truth, measured)
         methods = (*methods, "remeasured")
-        measured = {p: t for p, t in measured.items() if p in again.measured}
-    configs = score(full, measured, dev, methods, config, shapes, again)
+        measured = {p: t for p, t in measured.items() if p in again}
+    registry = load_registry()
+    choose_again = (lambda b, budget: remeasured_choice(again[b], b, truth, registry, budget)) if again else None
+    configs = score(full, measured, dev, methods, config, shapes, choose_again)
     res = {"device": dev.name, "measured_on": truth.name, "offgrid_db": str(offgrid_db),
            "problems": len(measured), "configs": configs, "overall": overall(configs),
            "in_sample": sum(p in full.measured for p in measured)}
     if again is not None:
-        res["remeasured_db"] = str(remeasured_db)
+        res.update(remeasured_db=str(remeasured_db), measured_once=asked - len(measured))
     if truth.sm_count != dev.sm_count:       # the same kernels, but the waves of work fall elsewhere
         res["note"] = (f"{truth.name} has {truth.sm_count or 'unknown'} SMs, {dev.name} "
                        f"{dev.sm_count or 'unknown'}: the choices assume the latter")
     return res
 
 
-def _remeasured(path, truth: DeviceInfo, measured: dict) -> Table:
-    """The second measurement of an off-grid set: its table on `truth`'s times, which must share shapes with the
-    first."""
+def _remeasured(path, truth: DeviceInfo, measured: dict) -> dict:
+    """The second measurement of an off-grid set on `truth`: each problem's timings by pipeline, exactly as
+    measured (not merged into cells), sharing shapes with the first."""
     if not store.default_path(path).exists():
         raise ValueError(f"--remeasured {path} does not exist; give a database the same off-grid set was measured "
                          "into another time (tuner sweep --problems FILE --db ...)")
@@ -161,11 +166,24 @@ def _remeasured(path, truth: DeviceInfo, measured: dict) -> Table:
     if truth.name not in names:
         raise ValueError(f"--remeasured {path} holds no measurements of {truth.name} (it holds "
                          f"{', '.join(names) or 'none'}); measure the set again on the device that scores it")
-    again = read_table(path, truth, default_timing_mode(truth))
-    if not again.measured & set(measured):
+    mode = default_timing_mode(truth)
+    again = measured_problems(read_rows(path, truth, mode))
+    if not again:
+        raise ValueError(f"--remeasured {path} holds no ok {mode}-mode measurements of {truth.name}; measure the "
+                         "set again with tuner sweep --problems FILE on that device")
+    if not again.keys() & measured.keys():
         raise ValueError(f"--remeasured {path} shares no measured shape with the off-grid set; it must be the same "
                          "problem list measured again")
     return again
+
+
+def remeasured_choice(timings: dict[str, Timing], b, dev: DeviceInfo, registry, budget: float) -> str | None:
+    """What the dispatcher answers from shape b's own measurement (`timings`, by pipeline): the fastest accurate
+    pipeline, the rule's pick kept within its usual margin."""
+    cands = candidates(registry, b, dev)
+    pick = rule_pick(DEFAULT_RULE, b, dev, registry, cands)[0]
+    ranking = rank(timings.values(), budget, pick.id if pick else None, {c.id for c in cands})
+    return ranking.winner.pipeline.id if ranking else None
 
 
 def evaluate_adaptive(db=None, device: str | None = None, fraction: float = 1 / 3, seed: int = 0,
@@ -250,16 +268,14 @@ def keyed(p, by: str):
 
 
 def score(train: Table, held: dict, dev: DeviceInfo, methods, config: PredictorConfig | None = None,
-          shapes: bool = False, again: Table | None = None) -> dict:
+          shapes: bool = False, choose_again: Callable[[Any, float], str | None] | None = None) -> dict:
     """Per configuration: regret of each method's choice on the held-out problems (problem -> its
     measured timings by pipeline), and its speedup over the rules, from the measured times there;
-    `shapes`: also every scored shape (for tuner evaluate --plot). Method "remeasured" answers from `again`
-    alone, the same shapes measured another time."""
+    `shapes`: also every scored shape (for tuner evaluate --plot). Method "remeasured" answers by
+    `choose_again(problem, budget)`, from the same shape measured another time."""
     registry = load_registry()
-    tables = {"remeasured": again} if again is not None else {}
-    choosers = {m: Dispatcher(tables.get(m, train), dev, registry,
-                              learned=(m in ("learned", "remeasured") or m in KEYED), predictor=config)
-                for m in methods if m != "rounded"}
+    choosers = {m: Dispatcher(train, dev, registry, learned=(m == "learned" or m in KEYED), predictor=config)
+                for m in methods if m not in ("rounded", "remeasured")}
     rows = defaultdict(lambda: defaultdict(list))
     for b in sorted(held, key=lambda b: b.key()):
         budget = max_relerr(b.kv_dtype, b.out_dtype)
@@ -275,6 +291,8 @@ def score(train: Table, held: dict, dev: DeviceInfo, methods, config: PredictorC
         for m in methods:
             if m == "rounded":
                 pid = rounded_choice(train, b, budget)
+            elif m == "remeasured":
+                pid = choose_again(b, budget) if choose_again else None
             elif m in KEYED:
                 pid = choosers[m].choose(keyed(b, KEYED[m])).pipeline
             else:

@@ -26,9 +26,10 @@ def evaluate(db: Db = None, device: AnalysedDev = None,
                  help="with --offgrid: score on the times measured on this device there (a device name in that "
                       "database; default: --device), e.g. the shipped H200 database on an H100's shapes")] = None,
              remeasured: Annotated[Optional[str], typer.Option(
-                 help="with --offgrid: the same shapes measured another time (on the same device): each shape's "
-                      "decision from that measurement is scored too, as 'remeasured', the best a decision can "
-                      "score given the harness's repeat noise")] = None,
+                 help="with --offgrid: the same problem list measured another time, on the device whose times "
+                      "score it (--measured-on, else --device); each shape is also decided from its own "
+                      "measurement there ('remeasured': how far two runs disagree), every method scored on the "
+                      "shapes both hold")] = None,
              between: Annotated[bool, typer.Option(
                  "--between", help="fit on every other measured size, score between them, beside the bucketed "
                                    "answer (the winner at the sizes rounded up)")] = False,
@@ -90,7 +91,8 @@ def evaluate(db: Db = None, device: AnalysedDev = None,
                                   remeasured_db=remeasured)
         title = f"{res['device']}: {res['problems']} off-grid problems measured in {offgrid}"
         if remeasured is not None:
-            title += f" and again in {remeasured}"
+            once = f", {res['measured_once']} measured in one only" if res["measured_once"] else ""
+            title += f" and again in {remeasured} (scored: those in both{once})"
         if res["measured_on"] != res["device"]:
             title += f" on {res['measured_on']}"
         if "note" in res:
