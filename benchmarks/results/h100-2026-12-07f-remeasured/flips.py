@@ -1,5 +1,6 @@
-"""For each table and pair of runs of one set: the configurations whose target verdict (benchmarks/targets.py's
-criteria) differs between the two runs' times, for the learned decisions and for the remeasured ones."""
+"""For each table and pair of runs of one set: the configurations whose per-configuration verdict (regret gm and
+max within benchmarks/targets.py's bounds) differs between the two runs' times, for the learned decisions and for
+the remeasured ones."""
 import json
 import sys
 from pathlib import Path

@@ -14,13 +14,16 @@ u h100-2026-12-07e-alone/offgrid8 og8; u h100-2026-12-07c-mixed-sweep/mixed9 mix
 u h100-2026-12-07d-mixed-sweep/mixed10 mixed10; u h100-2026-12-05/mixed5 mixed5; u h100-2026-12-05b/mixed5 mixed5again
 u h100-2026-12-06-grid/h100grid h100grid
 PAIRS="og7:og7again og8:og8again mixed5:mixed5again mixed9:mixed9again mixed10:mixed10again"
+pids=()
 for pair in $PAIRS; do IFS=: read a b <<< "$pair"
   for dir in "$a $b" "$b $a"; do set -- $dir
     $T evaluate --db heuristics.db --device "NVIDIA H200" --measured-on "$H100" --offgrid $W/$1.db --remeasured $W/$2.db \
-      --json > $W/shipped-$1.json &
+      --json > $W/shipped-$1.json & pids+=($!)
     $T evaluate --db $W/h100grid.db --device "$H100" --offgrid $W/$1.db --remeasured $W/$2.db --json > $W/h100grid-$1.json &
+    pids+=($!)
   done
-done; wait
+done
+for p in "${pids[@]}"; do wait $p; done      # set -e: a failed evaluation stops the script
 for table in shipped h100grid; do
   echo; echo "## Decided by $([ $table = shipped ] && echo "the shipped H200 table" || echo "the H100's own grid (../h100-2026-12-06-grid/)"), on each run's times"
   for pair in $PAIRS; do IFS=: read a b <<< "$pair"
