@@ -4,7 +4,7 @@
 There XQA's time steps between the grid's powers of two: at batch x KV heads <= the SMs (132 on an H100 or H200)
 and KV 257-384, the model reads XQA 8-12% too fast against FA2-TC on both GPUs' off-grid seeds, and 4-5% too slow
 at KV 513-768 (benchmarks/results/decode-tiles/bias.txt). Per configuration (TP1 and TP4 of a model preset, page
-16, the four kv/out dtype pairs): batches off the grid's powers of two within one wave x KV lengths off them.
+16, the four kv/out dtype pairs): batches 1-48 within one wave x KV lengths off the grid's powers of two.
 
     python benchmarks/decode_tiles.py --out benchmarks/results/decode-tiles/decode-tiles.jsonl
     tuner sweep --problems benchmarks/results/decode-tiles/decode-tiles.jsonl --device cuda --db heuristics.db
