@@ -47,12 +47,14 @@ print(f"  {sys.argv[2]:22s} pooled {o['regret_geomean']:.4f}  max {max(v['regret
 PY
 }
 fold() {   # device grid-db held "other sets": score the held set with each variant
-  local dev=$1 grid=$2 held=$3; shift 3
+  local dev=$1 grid=$2 held=$3 pids=(); shift 3
   for v in none region bf16 all-bf16; do
     cp $W/$grid.db $W/t-$held-$v.db
     if [ $v != none ]; then for s in "$@"; do $T import $W/$s-$v.jsonl --db $W/t-$held-$v.db > /dev/null; done; fi
-    $T evaluate --db $W/t-$held-$v.db --device "$dev" --offgrid $W/$held.db --json > $W/e-$held-$v.json &
-  done; wait
+    $T evaluate --db $W/t-$held-$v.db --device "$dev" --offgrid $W/$held.db --json > $W/e-$held-$v.json & pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait $p; done      # set -e: a failed evaluation stops the script
+  pids=()
   echo "$held:"; for v in none region bf16 all-bf16; do line $W/e-$held-$v.json $v; done
 }
 for s in o1 o2 o3 o4 h3 h4 h5 h6 h7 h8; do for v in region bf16 all-bf16; do pick $s $v; done; done
