@@ -8,7 +8,7 @@ configuration slower than the vllm-2026 rule on average; at most 2% of shapes sl
 Mixed sets (issue 25, the configurations named "... mixed" with FP8 KV): gm <= 1.03 and max <= 1.15 per
 configuration; at most 2% of those batches slower than vllm-2026 beyond noise. A configuration that misses
 is named with the criteria it fails. An evaluation with --remeasured DB (the same shapes measured again) gets a
-second line: those targets for each shape's decision from that other measurement, the noise ceiling."""
+second line: those targets for each shape's decision from that other measurement, a reference for the noise."""
 from __future__ import annotations
 
 import json
@@ -72,7 +72,7 @@ def main(paths: list[str]) -> None:
             why = f"{type(e).__name__}: {e}"
             raise SystemExit(f"{path} is not a `tuner evaluate --offgrid DB --json` output ({why})") from None
         is_mixed = any(k.endswith("mixed") for k in r["configs"])
-        for method, label in (("learned", ""), ("remeasured", " (remeasured: the noise ceiling)")):
+        for method, label in (("learned", ""), ("remeasured", " (remeasured: decided from the other run)")):
             if method in r["overall"]:
                 ok, line = (mixed if is_mixed else offgrid)(r, method)
                 print(f"{Path(path).stem}{label}: {'MET' if ok else 'not met'}: {line}")

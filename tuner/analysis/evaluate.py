@@ -137,13 +137,13 @@ def evaluate_offgrid(db, offgrid_db, device: str | None = None, methods=("learne
         raise ValueError(f"no ok measurements for {truth.name} in {path}{hint}")
     if any(p.skew > 1 for p in measured):         # a mixed-length set: also as the rules key a batch
         methods = (*methods, *(m for m in KEYED if m not in methods))
-    again, asked = None, len(measured)
+    again, asked, choose_again = None, len(measured), None
     if remeasured_db is not None:     # a shape one run lacks has no reference to compare a choice with
         again = _remeasured(remeasured_db, truth, measured)
         methods = (*methods, "remeasured")
         measured = {p: t for p, t in measured.items() if p in again}
-    registry = load_registry()
-    choose_again = (lambda b, budget: remeasured_choice(again[b], b, truth, registry, budget)) if again else None
+        registry = load_registry()
+        choose_again = lambda b, budget: remeasured_choice(again[b], b, truth, registry, budget)  # noqa: E731
     configs = score(full, measured, dev, methods, config, shapes, choose_again)
     res = {"device": dev.name, "measured_on": truth.name, "offgrid_db": str(offgrid_db),
            "problems": len(measured), "configs": configs, "overall": overall(configs),
