@@ -55,7 +55,7 @@ class AloneCorrections:
                  x: Callable[[AttentionProblem], tuple[float, ...]], config: PredictorConfig):
         self.grid, self.cells, self.x, self.config = grid, cells, x, config
         # the error of the times as p is read: with whole waves of requests (stepped) or without
-        self._residuals = {s: Residuals(partial(_read, grid, stepped=s), lambda c: table.by_cell[c])
+        self._residuals = {s: Residuals(partial(grid.predicted, stepped=s), lambda c: table.by_cell[c])
                            for s in (True, False)}
 
     def covers(self, p: AttentionProblem) -> bool:
@@ -79,7 +79,3 @@ class AloneCorrections:
             errs = [e for e in (t.relerr, *(e for _, _, e in used)) if e is not None]
             out.append(Timing(t.pipeline, t.median_us * f, t.spread_us * f, max(errs) if errs else None))
         return out
-
-
-def _read(grid: GridModel, p: AttentionProblem, stepped: bool) -> list[Timing]:
-    return grid.predicted(p, stepped)
