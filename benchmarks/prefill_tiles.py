@@ -8,6 +8,9 @@ between the first multiples of 128, without and after a cached prefix of 3x the 
 the grid's prefix factor 4).
 
     python benchmarks/prefill_tiles.py --out benchmarks/results/prefill-tiles/prefill-tiles.jsonl
+    # the batches between the grid's rows (1, 2, 4, 8, 16), where FA3's waves of tiles step (prefill-waves/)
+    python benchmarks/prefill_tiles.py --batches 3,5,6,7,10,12,14 --q-lens 100,129,192,257,385 \
+        --out benchmarks/results/prefill-rows/prefill-rows.jsonl
     tuner sweep --problems benchmarks/results/prefill-tiles/prefill-tiles.jsonl --device cuda --db tiles.db
 """
 from __future__ import annotations
@@ -27,18 +30,28 @@ Q_LENS = (100, 129, 160, 192, 257, 320, 385, 768)
 PREFIX_FACTORS = (1, 4)
 
 
-def shapes(model: str = "llama4-scout") -> list[AttentionProblem]:
+def shapes(model: str = "llama4-scout", batches: tuple[int, ...] = BATCHES,
+           q_lens: tuple[int, ...] = Q_LENS) -> list[AttentionProblem]:
     fields, _ = configurations(model, memory_gib=141.0)
     return [AttentionProblem(phase="prefill", **base, batch_size=b, q_len=q, kv_len=q * f)
-            for base in fields for b in BATCHES for q in Q_LENS for f in PREFIX_FACTORS]
+            for base in fields for b in batches for q in q_lens for f in PREFIX_FACTORS]
+
+
+def ints(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers such as 3,5,6, got {text!r}") from None
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="llama4-scout")
+    ap.add_argument("--batches", type=ints, default=BATCHES, help="batch sizes, comma-separated")
+    ap.add_argument("--q-lens", type=ints, default=Q_LENS, help="new tokens per request, comma-separated")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
-    probs = shapes(a.model)
+    probs = shapes(a.model, a.batches, a.q_lens)
     write_problems(a.out, probs)
     print(f"{len(probs)} prefill shapes -> {a.out}")
 
