@@ -45,3 +45,25 @@ for held in o1 o2 o3 o4; do
   for s in o1 o2 o3 o4; do [ $s = $held ] || $T import $W/$s-rows.jsonl --db $W/with.db > /dev/null; done
   echo "$held:"; score heuristics.db $held "shipped"; score $W/with.db $held "+ other seeds'"
 done
+echo; echo "H100: its grid plus the between-row sets pw1, pw2 and pw4 (../prefill-waves/), stored as measured alone"
+H=(pw3 pw5 s3 s4 s5 s6 s7 s8)
+for i in 1 2 3 4 5; do u prefill-waves/pw$i pw$i; done
+u h100-2026-12-06-grid/h100grid h100grid
+u h100-2026-12-05/offgrid3 s3; u h100-2026-12-05/offgrid4 s4; u h100-offgrid5-tiered/offgrid5 s5
+u h100-2026-12-07c-mixed-sweep/offgrid6 s6; u h100-2026-12-07e-alone/offgrid7 s7; u h100-2026-12-07e-alone/offgrid8 s8
+cp $W/h100grid.db $W/h100with.db
+for i in 1 2 4; do
+  $T export --db $W/pw$i.db --out $W/pw$i.jsonl > /dev/null
+  $PY -c "
+import json, sys
+with open(sys.argv[2], 'w') as out:
+    for line in open(sys.argv[1]):
+        item = json.loads(line); item['measurement']['alone'] = 1; out.write(json.dumps(item) + '\n')" $W/pw$i.jsonl $W/pw$i-alone.jsonl
+  $T import $W/pw$i-alone.jsonl --db $W/h100with.db > /dev/null
+done
+for s in "${H[@]}"; do
+  echo "$s:"
+  for t in h100grid h100with; do
+    $T evaluate --db $W/$t.db --device "NVIDIA H100 80GB HBM3" --offgrid $W/$s.db | grep "all scored" | sed "s/^/  $t: /"
+  done
+done
