@@ -7,11 +7,15 @@ at KV 513-768 (benchmarks/results/decode-tiles/bias.txt). Per configuration (TP1
 16, the four kv/out dtype pairs): batches 1-48 within one wave x KV lengths off the grid's powers of two.
 
     python benchmarks/decode_tiles.py --out benchmarks/results/decode-tiles/decode-tiles.jsonl
+    # past one wave, where BF16 XQA's second resident CTA costs more than the model's step at short KV
+    python benchmarks/decode_tiles.py --waves 1.15,1.4,1.7 --kv-lens 272,384,576,704,1400,2800 \
+        --out benchmarks/results/decode-tiles/decode-band.jsonl
     tuner sweep --problems benchmarks/results/decode-tiles/decode-tiles.jsonl --device cuda --db heuristics.db
 """
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 from dispatcher.problem import AttentionProblem
 from tuner.problem_files import write_problems
@@ -26,19 +30,37 @@ KV_LENS = (272, 320, 384, 448, 576, 704)
 SMS = 132                                 # H100 and H200
 
 
-def shapes(model: str = "llama4-scout", sms: int = SMS) -> list[AttentionProblem]:
+def shapes(model: str = "llama4-scout", sms: int = SMS, waves: tuple[float, ...] = (),
+           kv_lens: tuple[int, ...] = KV_LENS) -> list[AttentionProblem]:
+    """BATCHES within one wave, or with `waves` the batches that make those waves (batch x KV heads / SMs)."""
     fields, _ = configurations(model, memory_gib=141.0)
+    def batches(kv_heads: int) -> list[int]:
+        if waves:
+            return [round(w * sms / kv_heads) for w in waves]
+        return [b for b in BATCHES if b * kv_heads <= sms]
     return [AttentionProblem(phase="decode", **base, batch_size=b, kv_len=kv)
-            for base in fields for b in BATCHES if b * base["num_kv_heads"] <= sms for kv in KV_LENS]
+            for base in fields for b in batches(base["num_kv_heads"]) for kv in kv_lens]
+
+
+def numbers(kind: type) -> Callable[[str], tuple]:
+    def parse(text: str) -> tuple:
+        try:
+            return tuple(kind(v) for v in text.split(","))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+    return parse
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="llama4-scout")
     ap.add_argument("--sms", type=int, default=SMS, help="the GPU's SM count: batches up to one wave of CTAs")
+    ap.add_argument("--waves", type=numbers(float), default=(),
+                    help="instead of the batches within one wave: those making these waves, comma-separated")
+    ap.add_argument("--kv-lens", type=numbers(int), default=KV_LENS, help="KV lengths, comma-separated")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
-    probs = shapes(a.model, a.sms)
+    probs = shapes(a.model, a.sms, a.waves, a.kv_lens)
     write_problems(a.out, probs)
     print(f"{len(probs)} decode shapes -> {a.out}")
 
