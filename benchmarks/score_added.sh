@@ -1,36 +1,69 @@
 #!/usr/bin/env bash
-# Shapes measured alone on a GPU (tuner sweep --problems: a tile set, a set of batch rows), added to that GPU's table
-# and scored on its committed off-grid sets, before and after.
-#   bash benchmarks/score_added.sh h200 A.db.xz [B.db.xz ...]   # the shipped db; H200 off-grid seeds 1-4, and 6 / 9
-#                                                                # where a database named offgrid6 / offgrid9 is given
-#   bash benchmarks/score_added.sh h100 A.db.xz [B.db.xz ...]   # the H100 grid; H100 seeds 3-8 (9 likewise), prefill-waves 1-5
-# A database named offgridN.db.xz among the arguments is scored, not added.
+# Shapes measured on a GPU (tuner sweep --problems: a tile set, a set of batch rows), added to that GPU's table and
+# scored on its committed off-grid sets three ways: the table without them; with them as measured alone (corrections
+# near them, as the sweep stores --problems rows); with them as grid rows (points of the estimators). The shipped
+# prefill tile set is grid rows, and better so: pooled 1.0018-1.0024 on H200 seeds 1-4, 1.0024-1.0028 read as
+# corrections (benchmarks/results/prefill-tiles/alone-vs-grid.txt).
+#   bash benchmarks/score_added.sh h200 A.db[.xz] [B.db[.xz] ...]   # the shipped db; H200 off-grid seeds 1-4
+#   bash benchmarks/score_added.sh h100 A.db[.xz] [B.db[.xz] ...]   # the H100 grid; H100 seeds 3-8, prefill-waves pw1-5
+# An argument named offgridN or offgrid-seedN (.db or .db.xz: a fresh off-grid seed, e.g. 9) is scored, not added.
+# Run from anywhere; about 30-90 s.
 set -euo pipefail
 gpu=${1:-}; shift || true
-R=benchmarks/results; W=$(mktemp -d); trap 'rm -rf $W' EXIT
-T=.venv/bin/tuner; PY=.venv/bin/python
-u() { xz -dc "$1" > $W/$2.db; }
 case $gpu in
-  h200) dev="NVIDIA H200"; cp heuristics.db $W/table.db
+  h200) dev="NVIDIA H200" ;;
+  h100) dev="NVIDIA H100 80GB HBM3" ;;
+  *) echo "usage: score_added.sh h200|h100 ADDED.db[.xz]... (got '$gpu')" >&2; exit 2 ;;
+esac
+[ $# -gt 0 ] || { echo "give at least one database of shapes to add (or an offgridN database to score)" >&2; exit 2; }
+args=()
+for f in "$@"; do
+  [ -f "$f" ] || { echo "no such file: $f" >&2; exit 2; }
+  args+=("$(realpath "$f")")
+done
+cd "$(dirname "$0")/.."
+R=benchmarks/results; W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
+T=.venv/bin/tuner; PY=.venv/bin/python
+u() { xz -dcf "$1" > "$W/$2.db"; }       # -f: a plain .db passes through
+case $gpu in
+  h200) cp heuristics.db "$W/table.db"
         u $R/h200-2026-12-05/offgrid-seed1.db.xz s1; u $R/h200-2026-12-06/offgrid2.db.xz s2
         u $R/prefill-tiles/offgrid3.db.xz s3; u $R/h200-offgrid4-waves/offgrid4.db.xz s4; sets=(s1 s2 s3 s4) ;;
-  h100) dev="NVIDIA H100 80GB HBM3"; u $R/h100-2026-12-06-grid/h100grid.db.xz table
+  h100) u $R/h100-2026-12-06-grid/h100grid.db.xz table
         u $R/h100-2026-12-05/offgrid3.db.xz s3; u $R/h100-2026-12-05/offgrid4.db.xz s4
         u $R/h100-offgrid5-tiered/offgrid5.db.xz s5; u $R/h100-2026-12-07c-mixed-sweep/offgrid6.db.xz s6
         u $R/h100-2026-12-07e-alone/offgrid7.db.xz s7; u $R/h100-2026-12-07e-alone/offgrid8.db.xz s8
         sets=(s3 s4 s5 s6 s7 s8)
         for i in 1 2 3 4 5; do u $R/prefill-waves/pw$i.db.xz pw$i; sets+=(pw$i); done ;;
-  *) echo "usage: score_added.sh h200|h100 ADDED.db.xz... (got '$gpu')" >&2; exit 2 ;;
 esac
-[ $# -gt 0 ] || { echo "give at least one database of shapes to add" >&2; exit 2; }
-echo "tree $(git rev-parse --short HEAD), $dev, table sha256 $(sha256sum $W/table.db | cut -c1-8)"
-cp $W/table.db $W/with.db
-for f in "$@"; do
-  [ -f "$f" ] || { echo "no such file: $f" >&2; exit 2; }
-  name=$(basename "$f" .db.xz)
-  case $name in offgrid[0-9]*) u "$f" s${name#offgrid}; sets+=(s${name#offgrid}); echo "scored: $f"; continue ;; esac
-  u "$f" add; $T export --db $W/add.db --out $W/add.jsonl > /dev/null
-  echo "added: $f ($($T import $W/add.jsonl --db $W/with.db))"
+echo "tree $(git describe --always --dirty), $dev, table sha256 $(sha256sum "$W/table.db" | cut -c1-8)"
+holds() {   # db: how many measurements of $dev it holds
+  $PY -c "import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute('select count(*) from measurements m join \
+environments e on e.id = m.env_id where e.device_name = ?', (sys.argv[2],)).fetchone()[0])" "$1" "$dev"
+}
+cp "$W/table.db" "$W/alone.db"; cp "$W/table.db" "$W/grid.db"
+for f in "${args[@]}"; do
+  name=$(basename "$f"); name=${name%.xz}; name=${name%.db}
+  if [[ $name =~ ^offgrid(-seed)?([0-9]+)$ ]]; then
+    s=s${BASH_REMATCH[2]}
+    [[ " ${sets[*]} " == *" $s "* ]] && { echo "$f: off-grid seed ${BASH_REMATCH[2]} is scored already" >&2; exit 2; }
+    u "$f" "$s"; sets+=("$s")
+    [ "$(holds "$W/$s.db")" -gt 0 ] || { echo "$f holds no measurements of $dev" >&2; exit 2; }
+    echo "scored: $f"; continue
+  fi
+  u "$f" add
+  [ "$(holds "$W/add.db")" -gt 0 ] || { echo "$f holds no measurements of $dev: nothing to add to its table" >&2; exit 2; }
+  $T export --db "$W/add.db" --out "$W/add.jsonl" > /dev/null
+  for mode in alone grid; do
+    $PY -c "
+import json, sys
+with open(sys.argv[2], 'w') as out:
+    for line in open(sys.argv[1]):
+        item = json.loads(line); item['measurement']['alone'] = int(sys.argv[3] == 'alone'); out.write(json.dumps(item) + '\n')
+" "$W/add.jsonl" "$W/$mode.jsonl" $mode
+    msg=$($T import "$W/$mode.jsonl" --db "$W/$mode.db")
+  done
+  echo "added: $f ($msg)"
 done
 line() {   # json label
   $PY - "$@" <<'PY'
@@ -39,14 +72,16 @@ r = json.load(open(sys.argv[1])); o = r["overall"]["learned"]
 cf = {k: v["learned"] for k, v in r["configs"].items() if v["learned"]["n"]}
 ok = sum(v["regret_geomean"] <= 1.02 and v["regret_max"] <= 1.10 for v in cf.values())
 slow = sum(v["slower_than_vllm-2026"] for v in cf.values())
-top = {ph: max((v["regret_max"] for k, v in cf.items() if k.startswith(ph)), default=1.0) for ph in ("decode", "prefill")}
+top = {ph: [v["regret_max"] for k, v in cf.items() if k.startswith(ph)] for ph in ("decode", "prefill")}
+top = {ph: f"{max(v):.3f}" if v else "-" for ph, v in top.items()}
 print(f"  {sys.argv[2]:8s} pooled {o['regret_geomean']:.4f}  max {max(v['regret_max'] for v in cf.values()):.3f} "
-      f"(decode {top['decode']:.3f}, prefill {top['prefill']:.3f})  within {ok:2d}/{len(cf)}  "
+      f"(decode {top['decode']}, prefill {top['prefill']})  within gm 1.02 and max 1.10 {ok:2d}/{len(cf)}  "
       f"slower than vllm-2026 beyond noise {slow:2d}")
 PY
 }
 for s in "${sets[@]}"; do
-  pids=(); for t in table with; do $T evaluate --db $W/$t.db --device "$dev" --offgrid $W/$s.db --json > $W/e-$s-$t.json & pids+=($!); done
-  for p in "${pids[@]}"; do wait $p; done      # set -e: a failed evaluation stops the script
-  echo "$s:"; line $W/e-$s-table.json "table"; line $W/e-$s-with.json "+ added"
+  pids=(); for t in table alone grid; do $T evaluate --db "$W/$t.db" --device "$dev" --offgrid "$W/$s.db" --json > "$W/e-$s-$t.json" & pids+=($!); done
+  rc=0; for p in "${pids[@]}"; do wait "$p" || rc=$?; done     # both finish before the trap removes $W
+  [ $rc -eq 0 ] || { echo "scoring $s failed" >&2; exit $rc; }
+  echo "$s:"; line "$W/e-$s-table.json" "table"; line "$W/e-$s-alone.json" "+ alone"; line "$W/e-$s-grid.json" "+ grid"
 done
