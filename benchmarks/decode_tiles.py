@@ -15,6 +15,7 @@ at KV 513-768 (benchmarks/results/decode-tiles/bias.txt). Per configuration (TP1
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 
 from dispatcher.problem import AttentionProblem
@@ -35,19 +36,25 @@ def shapes(model: str = "llama4-scout", sms: int = SMS, waves: tuple[float, ...]
     """BATCHES within one wave, or with `waves` the batches that make those waves (batch x KV heads / SMs)."""
     fields, _ = configurations(model, memory_gib=141.0)
     def batches(kv_heads: int) -> list[int]:
-        if waves:
-            return [round(w * sms / kv_heads) for w in waves]
+        if waves:       # each batch once, at least 1 (two close wave counts may round to one batch)
+            return list(dict.fromkeys(max(1, round(w * sms / kv_heads)) for w in waves))
         return [b for b in BATCHES if b * kv_heads <= sms]
     return [AttentionProblem(phase="decode", **base, batch_size=b, kv_len=kv)
             for base in fields for b in batches(base["num_kv_heads"]) for kv in kv_lens]
 
 
 def numbers(kind: type) -> Callable[[str], tuple]:
+    """A parser of comma-separated positive `kind`s, each once, in order."""
+    name = "integers" if kind is int else "numbers"
+
     def parse(text: str) -> tuple:
         try:
-            return tuple(kind(v) for v in text.split(","))
+            values = tuple(dict.fromkeys(kind(v) for v in text.split(",")))
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+            raise argparse.ArgumentTypeError(f"expected comma-separated {name}, got {text!r}") from None
+        if not all(0 < v < math.inf for v in values):
+            raise argparse.ArgumentTypeError(f"expected positive finite {name}, got {text!r}")
+        return values
     return parse
 
 

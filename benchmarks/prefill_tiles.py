@@ -38,10 +38,14 @@ def shapes(model: str = "llama4-scout", batches: tuple[int, ...] = BATCHES,
 
 
 def ints(text: str) -> tuple[int, ...]:
+    """Comma-separated positive integers, each once, in order."""
     try:
-        return tuple(int(v) for v in text.split(","))
+        values = tuple(dict.fromkeys(int(v) for v in text.split(",")))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers such as 3,5,6, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not all(v > 0 for v in values):
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+    return values
 
 
 def main() -> None:
