@@ -12,7 +12,7 @@ from dispatcher.table import measured_problems
 
 KERNELS = {"XQA": "trtllm-xqa[enable_pdl=false]", "FA2-TC": "fa2-tc[fixed_split_size=1024]"}
 BANDS = ((0.0, 1.0, "<= 1 wave"), (1.0, 2.0, "1-2 waves"))
-KV = ((1024, "KV <= 1024"), (8192, "KV <= 8192"), (math.inf, "KV > 8192"))
+KV = ((1024, "KV <= 1024"), (8192, "KV 1025-8192"), (math.inf, "KV > 8192"))
 
 d = dispatch.load(sys.argv[1], sys.argv[2])
 errors = defaultdict(list)
@@ -35,4 +35,4 @@ for kv_dtype in ("bf16", "fp8"):
             cells = [f"{label} {math.exp(sum(e) / len(e)):.3f} ({len(e)})" for label in KERNELS
                      if (e := errors.get((kv_dtype, band, kv, label)))]
             if cells:
-                print(f"  {kv_dtype} KV, {band}, {kv:10s}: " + ", ".join(cells))
+                print(f"  {kv_dtype} KV, {band}, {kv:12s}: " + ", ".join(cells))

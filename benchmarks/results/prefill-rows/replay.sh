@@ -6,7 +6,7 @@
 set -euo pipefail
 R=benchmarks/results; W=$(mktemp -d); trap 'rm -rf $W' EXIT
 T=.venv/bin/tuner; PY=.venv/bin/python
-echo "tree $(git rev-parse --short HEAD), heuristics.db sha256 $(sha256sum heuristics.db | cut -c1-8)"
+echo "tree $(git describe --always --dirty), heuristics.db sha256 $(sha256sum heuristics.db | cut -c1-8)"
 u() { xz -dc $R/$1.db.xz > $W/$2.db; }
 u h200-2026-12-05/offgrid-seed1 o1; u h200-2026-12-06/offgrid2 o2; u prefill-tiles/offgrid3 o3; u h200-offgrid4-waves/offgrid4 o4
 pick() {   # seed -> $W/seed-rows.jsonl
@@ -26,14 +26,15 @@ with open(dst, "w") as out:
 print(f"{name}: {len(shapes)} prefill shapes between the rows")
 PY
 }
-score() {   # db seed label
-  $T evaluate --db $1 --device "NVIDIA H200" --offgrid $W/$2.db --json > $W/e.json
+score() {   # db seed label [device]
+  $T evaluate --db $1 --device "${4:-NVIDIA H200}" --offgrid $W/$2.db --json > $W/e.json
   $PY - $W/e.json "$3" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1])); o = r["overall"]["learned"]; cf = {k: v["learned"] for k, v in r["configs"].items()}
+cf = {k: v for k, v in cf.items() if v["n"]}
 ok = sum(v["regret_geomean"] <= 1.02 and v["regret_max"] <= 1.10 for v in cf.values())
 pre = {k: v for k, v in cf.items() if k.startswith("prefill")}
-print(f"  {sys.argv[2]:16s} pooled {o['regret_geomean']:.4f}  within {ok:2d}/16  prefill max "
+print(f"  {sys.argv[2]:16s} pooled {o['regret_geomean']:.4f}  within gm 1.02 and max 1.10 {ok:2d}/{len(cf)}  prefill max "
       f"{max(v['regret_max'] for v in pre.values()):.3f}  slower than vllm-2026 beyond noise "
       f"{sum(v['slower_than_vllm-2026'] for v in cf.values())}  worst prefill config vs vllm-2026 "
       f"{min(v['speedup_vs_vllm-2026'] for v in pre.values()):.4f}x")
@@ -62,8 +63,5 @@ with open(sys.argv[2], 'w') as out:
   $T import $W/pw$i-alone.jsonl --db $W/h100with.db > /dev/null
 done
 for s in "${H[@]}"; do
-  echo "$s:"
-  for t in h100grid h100with; do
-    $T evaluate --db $W/$t.db --device "NVIDIA H100 80GB HBM3" --offgrid $W/$s.db | grep "all scored" | sed "s/^/  $t: /"
-  done
+  echo "$s:"; score $W/h100grid.db $s "H100 grid" "NVIDIA H100 80GB HBM3"; score $W/h100with.db $s "+ pw1, pw2, pw4" "NVIDIA H100 80GB HBM3"
 done
