@@ -6,6 +6,7 @@
 #   region    uniform decode at KV 257-768 and batch x KV heads <= 132 (one wave), every dtype pair
 #   bf16      the same, BF16 KV only
 #   all-bf16  every uniform BF16-KV decode shape (a control: is it the region, or just more shapes?)
+#   region-grid  region's shapes as grid rows instead (points of the estimators, not corrections)
 # H100: the H100 grid, six off-grid seeds (3-8, leave one out), where the variant is picked; H200: the shipped db,
 # seeds 1-4, where it is reported.
 set -euo pipefail
@@ -31,7 +32,7 @@ with open(dst, "w") as out:
             continue
         if variant != "all-bf16" and not (256 < m["kv_len"] <= 768 and m["batch_size"] * m["num_kv_heads"] <= 132):
             continue
-        item["measurement"]["alone"] = 1
+        item["measurement"]["alone"] = int(variant != "region-grid")
         out.write(json.dumps(item) + "\n")
 PY
 }
@@ -48,16 +49,16 @@ PY
 }
 fold() {   # device grid-db held "other sets": score the held set with each variant
   local dev=$1 grid=$2 held=$3 pids=(); shift 3
-  for v in none region bf16 all-bf16; do
+  for v in none region bf16 all-bf16 region-grid; do
     cp $W/$grid.db $W/t-$held-$v.db
     if [ $v != none ]; then for s in "$@"; do $T import $W/$s-$v.jsonl --db $W/t-$held-$v.db > /dev/null; done; fi
     $T evaluate --db $W/t-$held-$v.db --device "$dev" --offgrid $W/$held.db --json > $W/e-$held-$v.json & pids+=($!)
   done
   for p in "${pids[@]}"; do wait $p; done      # set -e: a failed evaluation stops the script
   pids=()
-  echo "$held:"; for v in none region bf16 all-bf16; do line $W/e-$held-$v.json $v; done
+  echo "$held:"; for v in none region bf16 all-bf16 region-grid; do line $W/e-$held-$v.json $v; done
 }
-for s in o1 o2 o3 o4 h3 h4 h5 h6 h7 h8; do for v in region bf16 all-bf16; do pick $s $v; done; done
+for s in o1 o2 o3 o4 h3 h4 h5 h6 h7 h8; do for v in region bf16 all-bf16 region-grid; do pick $s $v; done; done
 echo "## H100 folds (the variant is picked here): the H100 grid plus the other five seeds' rows"
 H=(h3 h4 h5 h6 h7 h8)
 for held in "${H[@]}"; do fold "NVIDIA H100 80GB HBM3" h100grid $held $(printf '%s\n' "${H[@]}" | grep -vx $held); done
