@@ -15,16 +15,14 @@ at KV 513-768 (benchmarks/results/decode-tiles/bias.txt). Per configuration (TP1
 from __future__ import annotations
 
 import argparse
-import math
-from collections.abc import Callable
 
 from dispatcher.problem import AttentionProblem
 from tuner.problem_files import write_problems
 
 try:
-    from offgrid import configurations
+    from offgrid import configurations, numbers
 except ImportError:                       # imported as benchmarks.decode_tiles
-    from benchmarks.offgrid import configurations
+    from benchmarks.offgrid import configurations, numbers
 
 BATCHES = (1, 3, 6, 12, 24, 48)
 KV_LENS = (272, 320, 384, 448, 576, 704)
@@ -41,21 +39,6 @@ def shapes(model: str = "llama4-scout", sms: int = SMS, waves: tuple[float, ...]
         return [b for b in BATCHES if b * kv_heads <= sms]
     return [AttentionProblem(phase="decode", **base, batch_size=b, kv_len=kv)
             for base in fields for b in batches(base["num_kv_heads"]) for kv in kv_lens]
-
-
-def numbers(kind: type) -> Callable[[str], tuple]:
-    """A parser of comma-separated positive `kind`s, each once, in order."""
-    name = "integers" if kind is int else "numbers"
-
-    def parse(text: str) -> tuple:
-        try:
-            values = tuple(dict.fromkeys(kind(v) for v in text.split(",")))
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected comma-separated {name}, got {text!r}") from None
-        if not all(0 < v < math.inf for v in values):
-            raise argparse.ArgumentTypeError(f"expected positive finite {name}, got {text!r}")
-        return values
-    return parse
 
 
 def main() -> None:

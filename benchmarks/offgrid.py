@@ -37,6 +37,21 @@ def configurations(model: str, memory_gib: float) -> tuple[list[dict], float]:
     return fields, 0.75 * memory_gib * 2**30 / m.num_layers
 
 
+def numbers(kind: type) -> Callable[[str], tuple]:
+    """An argparse type: comma-separated positive finite `kind`s, each once, in order (the tile-set writers)."""
+    name = "integers" if kind is int else "numbers"
+
+    def parse(text: str) -> tuple:
+        try:
+            values = tuple(dict.fromkeys(kind(v) for v in text.split(",")))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected comma-separated {name}, got {text!r}") from None
+        if not all(0 < v < math.inf for v in values):
+            raise argparse.ArgumentTypeError(f"expected positive finite {name}, got {text!r}")
+        return values
+    return parse
+
+
 def drawn(make: Callable[[], AttentionProblem], n: int, cap: float) -> list[AttentionProblem]:
     """n problems from `make`, redrawing those whose KV cache is over `cap`."""
     out: list[AttentionProblem] = []

@@ -21,9 +21,9 @@ from dispatcher.problem import AttentionProblem
 from tuner.problem_files import write_problems
 
 try:
-    from offgrid import configurations
+    from offgrid import configurations, numbers
 except ImportError:                       # imported as benchmarks.prefill_tiles (tests)
-    from benchmarks.offgrid import configurations
+    from benchmarks.offgrid import configurations, numbers
 
 BATCHES = (1, 2, 4, 8, 16)
 Q_LENS = (100, 129, 160, 192, 257, 320, 385, 768)
@@ -37,22 +37,11 @@ def shapes(model: str = "llama4-scout", batches: tuple[int, ...] = BATCHES,
             for base in fields for b in batches for q in q_lens for f in PREFIX_FACTORS]
 
 
-def ints(text: str) -> tuple[int, ...]:
-    """Comma-separated positive integers, each once, in order."""
-    try:
-        values = tuple(dict.fromkeys(int(v) for v in text.split(",")))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-    if not all(v > 0 for v in values):
-        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
-    return values
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="llama4-scout")
-    ap.add_argument("--batches", type=ints, default=BATCHES, help="batch sizes, comma-separated")
-    ap.add_argument("--q-lens", type=ints, default=Q_LENS, help="new tokens per request, comma-separated")
+    ap.add_argument("--batches", type=numbers(int), default=BATCHES, help="batch sizes, comma-separated")
+    ap.add_argument("--q-lens", type=numbers(int), default=Q_LENS, help="new tokens per request, comma-separated")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     probs = shapes(a.model, a.batches, a.q_lens)
