@@ -2,6 +2,8 @@
 # Fit a device call's carry (the tracked files in the tree, untracked ones git does not ignore, and .gpu) under
 # the device tool's 64 MiB, and put everything back after the call:
 #   bash benchmarks/carry.sh slim [--vllm]   # before the call: set aside what a sweep does not read
+#   bash benchmarks/carry.sh slim --sets A.jsonl...   # also every results file but these problem sets, so that
+#                                            # .gpu/aot.txz (~28 MB, h200_run.sh SAVE_AOT=1) fits beside .gpu
 #   bash benchmarks/carry.sh back            # after it: restore exactly what slim set aside
 #   bash benchmarks/carry.sh size            # the carry's size now
 # slim sets aside heuristics.db (h200_sets.sh restores it on the device from .gpu/heuristics.db.xz when that is
@@ -31,7 +33,15 @@ report() {
 }
 
 slim() {
-  local keep_vllm=${1:-}
+  local keep_vllm="" sets=() aside_results=""
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --vllm) keep_vllm=--vllm; shift ;;
+      --sets) aside_results=1; shift; sets=("$@"); break ;;
+      *) echo "slim: unknown option '$1' (expected --vllm or --sets A.jsonl...)"; exit 2 ;;
+    esac
+  done
+  for f in "${sets[@]}"; do [ -f "$f" ] || { echo "slim --sets: no such problem set '$f'"; exit 2; }; done
   [ -e "$AWAY" ] && { echo "$AWAY exists: run 'bash benchmarks/carry.sh back' first"; exit 1; }
   mkdir -p "$AWAY/.gpu/wheels"
   [ -f heuristics.db ] && mv heuristics.db "$AWAY/" && rm -f heuristics.db-shm heuristics.db-wal
@@ -39,7 +49,14 @@ slim() {
     for f in .gpu/vllm.txz .gpu/heuristics.db.xz; do [ -f "$f" ] && mv "$f" "$AWAY/.gpu/"; done
   fi
   for f in .gpu/wheels/alembic-* .gpu/wheels/sqlalchemy-* .gpu/wheels/mako-*; do [ -f "$f" ] && mv "$f" "$AWAY/.gpu/wheels/"; done
-  echo "set aside under $AWAY: $(cd "$AWAY" && find . -type f | sed 's|^\./||' | tr '\n' ' ')"
+  if [ -n "$aside_results" ]; then      # the results' records (25 MB of databases and logs) are read by no device step
+    git ls-files benchmarks/results | while read -r f; do
+      [[ " ${sets[*]} " == *" $f "* ]] && continue
+      [ -f "$f" ] && mkdir -p "$AWAY/$(dirname "$f")" && mv "$f" "$AWAY/$f"
+    done
+  fi
+  echo "set aside under $AWAY: $(cd "$AWAY" && find . -type f -not -path './benchmarks/*' | sed 's|^\./||' | tr '\n' ' ')"
+  [ -n "$aside_results" ] && echo "  and $(find "$AWAY/benchmarks" -type f | wc -l) files of benchmarks/results (kept: ${sets[*]:-none})"
   report
 }
 
@@ -52,8 +69,8 @@ back() {
 }
 
 case "${1:-}" in
-  slim) slim "${2:-}" ;;
+  slim) shift; slim "$@" ;;
   back) back ;;
   size) report ;;
-  *) echo "usage: bash benchmarks/carry.sh slim [--vllm] | back | size"; exit 2 ;;
+  *) echo "usage: bash benchmarks/carry.sh slim [--vllm] [--sets A.jsonl...] | back | size"; exit 2 ;;
 esac
