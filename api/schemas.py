@@ -109,6 +109,9 @@ class SweepCreate(BaseModel):
     grid: Optional[str] = Field(None, description="quick | full | dense | mixed (default: full on a GPU, quick on "
                                                   "the CPU; mixed: FP8 decode's skew axis, so decode and fp8 in the "
                                                   "request)")
+    tiles: bool = Field(False, description="also the sizes where kernels change pace with the daemon's GPU "
+                                           "(tuner/tiles.py): decode near one wave of its SMs, prefill queries "
+                                           "just past multiples of 128 rows")
     problems: Optional[list[ProblemIn]] = Field(None, max_length=MAX_SWEEP_PROBLEMS)
 
 

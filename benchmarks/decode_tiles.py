@@ -18,27 +18,22 @@ import argparse
 
 from dispatcher.problem import AttentionProblem
 from tuner.problem_files import write_problems
+from tuner.tiles import DECODE_KV, decode_sizes
 
 try:
     from offgrid import configurations, numbers
 except ImportError:                       # imported as benchmarks.decode_tiles
     from benchmarks.offgrid import configurations, numbers
 
-BATCHES = (1, 3, 6, 12, 24, 48)
-KV_LENS = (272, 320, 384, 448, 576, 704)
 SMS = 132                                 # H100 and H200
 
 
 def shapes(model: str = "llama4-scout", sms: int = SMS, waves: tuple[float, ...] = (),
-           kv_lens: tuple[int, ...] = KV_LENS) -> list[AttentionProblem]:
-    """BATCHES within one wave, or with `waves` the batches that make those waves (batch x KV heads / SMs)."""
+           kv_lens: tuple[int, ...] = DECODE_KV) -> list[AttentionProblem]:
+    """tuner.tiles' decode batches within one wave, or with `waves` the batches that make those waves."""
     fields, _ = configurations(model, memory_gib=141.0)
-    def batches(kv_heads: int) -> list[int]:
-        if waves:       # each batch once, at least 1 (two close wave counts may round to one batch)
-            return list(dict.fromkeys(max(1, round(w * sms / kv_heads)) for w in waves))
-        return [b for b in BATCHES if b * kv_heads <= sms]
     return [AttentionProblem(phase="decode", **base, batch_size=b, kv_len=kv)
-            for base in fields for b in batches(base["num_kv_heads"]) for kv in kv_lens]
+            for base in fields for b, kv in decode_sizes(base["num_kv_heads"], sms, waves, kv_lens)]
 
 
 def main() -> None:
@@ -47,7 +42,7 @@ def main() -> None:
     ap.add_argument("--sms", type=int, default=SMS, help="the GPU's SM count: batches up to one wave of CTAs")
     ap.add_argument("--waves", type=numbers(float), default=(),
                     help="instead of the batches within one wave: those making these waves, comma-separated")
-    ap.add_argument("--kv-lens", type=numbers(int), default=KV_LENS, help="KV lengths, comma-separated")
+    ap.add_argument("--kv-lens", type=numbers(int), default=DECODE_KV, help="KV lengths, comma-separated")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     probs = shapes(a.model, a.sms, a.waves, a.kv_lens)

@@ -19,29 +19,26 @@ import argparse
 
 from dispatcher.problem import AttentionProblem
 from tuner.problem_files import write_problems
+from tuner.tiles import PREFILL_BATCHES, PREFILL_Q, prefill_sizes
 
 try:
     from offgrid import configurations, numbers
 except ImportError:                       # imported as benchmarks.prefill_tiles (tests)
     from benchmarks.offgrid import configurations, numbers
 
-BATCHES = (1, 2, 4, 8, 16)
-Q_LENS = (100, 129, 160, 192, 257, 320, 385, 768)
-PREFIX_FACTORS = (1, 4)
 
-
-def shapes(model: str = "llama4-scout", batches: tuple[int, ...] = BATCHES,
-           q_lens: tuple[int, ...] = Q_LENS) -> list[AttentionProblem]:
+def shapes(model: str = "llama4-scout", batches: tuple[int, ...] = PREFILL_BATCHES,
+           q_lens: tuple[int, ...] = PREFILL_Q) -> list[AttentionProblem]:
     fields, _ = configurations(model, memory_gib=141.0)
-    return [AttentionProblem(phase="prefill", **base, batch_size=b, q_len=q, kv_len=q * f)
-            for base in fields for b in batches for q in q_lens for f in PREFIX_FACTORS]
+    return [AttentionProblem(phase="prefill", **base, batch_size=b, q_len=q, kv_len=kv)
+            for base in fields for b, q, kv in prefill_sizes(batches, q_lens)]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="llama4-scout")
-    ap.add_argument("--batches", type=numbers(int), default=BATCHES, help="batch sizes, comma-separated")
-    ap.add_argument("--q-lens", type=numbers(int), default=Q_LENS, help="new tokens per request, comma-separated")
+    ap.add_argument("--batches", type=numbers(int), default=PREFILL_BATCHES, help="batch sizes, comma-separated")
+    ap.add_argument("--q-lens", type=numbers(int), default=PREFILL_Q, help="new tokens per request, comma-separated")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     probs = shapes(a.model, a.batches, a.q_lens)

@@ -68,3 +68,26 @@ def test_a_second_slim_before_back_is_refused(tmp_path):
     carry(repo, away, "slim")
     done = run_carry(repo, away, "slim")
     assert done.returncode == 1 and "back" in done.stdout     # else the first set-aside files could be mixed up
+
+
+def test_slim_with_sets_keeps_only_the_named_problem_sets_of_the_results(tmp_path):
+    repo, away = checkout(tmp_path), tmp_path / "away"
+    results = {"benchmarks/results/a/set.jsonl": b"{}\n", "benchmarks/results/a/run.db.xz": b"x" * 5000,
+               "benchmarks/results/b/other.jsonl": b"{}\n{}\n", "benchmarks/results/b/README.md": b"# b\n"}
+    for name, data in results.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_bytes(data)
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "r"], cwd=repo, check=True)
+    out = carry(repo, away, "slim", "--sets", "benchmarks/results/a/set.jsonl")
+    assert [n for n in results if (repo / n).exists()] == ["benchmarks/results/a/set.jsonl"]
+    assert "3 files of benchmarks/results" in out and all((repo / p).exists() for p in KEPT)
+    carry(repo, away, "back")
+    assert {n: (repo / n).read_bytes() for n in results} == results
+
+
+def test_slim_with_a_missing_set_names_it_and_sets_nothing_aside(tmp_path):
+    repo, away = checkout(tmp_path), tmp_path / "away"
+    done = run_carry(repo, away, "slim", "--sets", "benchmarks/results/nope.jsonl")
+    assert done.returncode == 2 and "benchmarks/results/nope.jsonl" in done.stdout
+    assert (repo / "heuristics.db").exists() and not away.exists()

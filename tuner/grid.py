@@ -9,6 +9,7 @@ from dispatcher.problem import AttentionProblem, longest_request
 
 from .models import ModelPreset
 from .sizes import kv_bytes
+from .tiles import tile_sizes
 
 
 def pow2_range(lo: int, hi: int) -> list[int]:
@@ -72,10 +73,11 @@ def sizes(phase: str, g: SizeGrid, kv_dtype: str = "fp8") -> list[tuple[int, int
 
 def problems(model: ModelPreset, tps: list[int], phases: list[str], kv_dtypes: list[str],
              out_dtypes: list[str], page_sizes: list[int], grid: SizeGrid, q_dtype: str = "bf16",
-             max_kv_bytes: int | None = None) -> list[AttentionProblem]:
+             max_kv_bytes: int | None = None, tiles_sms: int = 0) -> list[AttentionProblem]:
     """The grid, most useful first (first page size and TP before the others), so a sweep cut short
     by --max-minutes still covers whole configurations. `max_kv_bytes` drops problems whose one-layer
-    KV cache could not be held by the GPU alongside the model's other layers."""
+    KV cache could not be held by the GPU alongside the model's other layers. `tiles_sms`: also each
+    configuration's tile sizes (tuner/tiles.py) for a GPU of that many SMs, after its grid points."""
 
     out = []
     for page in page_sizes:
@@ -84,7 +86,10 @@ def problems(model: ModelPreset, tps: list[int], phases: list[str], kv_dtypes: l
             for phase in phases:
                 for kv in kv_dtypes:
                     for o in out_dtypes:
-                        for b, q, L, top in sizes(phase, grid, kv):
+                        at = sizes(phase, grid, kv)
+                        if tiles_sms:
+                            at += [t for t in tile_sizes(phase, hkv, tiles_sms) if t not in set(at)]
+                        for b, q, L, top in at:
                             p = AttentionProblem(
                                 phase=phase, num_qo_heads=hq, num_kv_heads=hkv, head_dim=model.head_dim,
                                 page_size=page, batch_size=b, q_len=q, kv_len=L, max_kv_len=top, q_dtype=q_dtype,

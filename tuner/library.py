@@ -61,6 +61,7 @@ class SweepRequest:
     grid: str | None = None        # "quick" | "full" | "dense" | "mixed"; None: full on a GPU, quick on the CPU
     device: str = "auto"
     timing: str | None = None      # None: graph on CUDA, wall on the CPU
+    tiles: bool = False            # also the sizes where kernels change pace with the GPU (tuner/tiles.py)
 
     def __post_init__(self) -> None:
         with _field("model"):
@@ -130,8 +131,11 @@ def sweep_problems(req: SweepRequest, dev: DeviceInfo) -> list[AttentionProblem]
     pages = list(req.page_sizes or ((16,) if on_cpu else (16, 32)))
     # one layer's cache may take its share of 3/4 of the GPU (the rest: weights, activations)
     cap = None if on_cpu else int(0.75 * dev.memory_bytes / m.num_layers)
+    if req.tiles and not dev.sm_count:
+        raise SweepRequestError("tiles", f"the tile sizes are placed by the GPU's SM count (waves of work), and "
+                                f"{dev.name} has none: sweep a CUDA device, or leave out tiles (--tiles)")
     return problems(m, tps, list(req.phases), list(req.kv_dtypes), list(req.out_dtypes), pages, grid,
-                    max_kv_bytes=cap)
+                    max_kv_bytes=cap, tiles_sms=dev.sm_count if req.tiles else 0)
 
 
 def check_sweep(dev: DeviceInfo, mode: str, opts: SweepOptions) -> None:

@@ -27,6 +27,9 @@ def _problems(body: SweepCreate, jobs: JobManager) -> tuple[JobKind, list[Attent
     if (body.model is None) == (body.problems is None):
         raise invalid("give either 'model' (a preset with options) or 'problems' (a list), not both", ["body"])
     if body.problems is not None:
+        if body.tiles:
+            raise invalid("'tiles' adds sizes to a preset's grid; 'problems' are swept as given: put the sizes in "
+                          "the list, or send 'model' instead", ["body", "tiles"])
         if not body.problems:
             raise invalid("'problems' is empty; give at least one problem to sweep", ["body", "problems"])
         return "problems", [to_problem(p, ["body", "problems", i]) for i, p in enumerate(body.problems)]
@@ -34,7 +37,8 @@ def _problems(body: SweepCreate, jobs: JobManager) -> tuple[JobKind, list[Attent
         req = SweepRequest(model=body.model or "", tps=tuple(body.tp) if body.tp is not None else None,
                            phases=tuple(body.phases), kv_dtypes=tuple(body.kv_dtypes),
                            out_dtypes=tuple(body.out_dtypes),
-                           page_sizes=tuple(body.page_sizes) if body.page_sizes is not None else None, grid=body.grid)
+                           page_sizes=tuple(body.page_sizes) if body.page_sizes is not None else None, grid=body.grid,
+                           tiles=body.tiles)
         probs = sweep_problems(req, jobs.device)
     except SweepRequestError as e:      # an option of the body's, named as the body names it
         raise invalid(str(e), ["body", e.field]) from None

@@ -31,7 +31,8 @@ from ..search.screen import ScreenConfig, checked_screen
 from ..timing.base import MODES
 from .app import Db, LocalDev, app, csv, err, friendly, given_flags, out, written_db
 
-GRID_FLAGS = ("model", "tp", "phases", "kv_dtypes", "out_dtypes", "page_sizes", "quick", "full", "dense", "mixed")
+GRID_FLAGS = ("model", "tp", "phases", "kv_dtypes", "out_dtypes", "page_sizes", "quick", "full", "dense", "mixed",
+              "tiles")
 
 
 @app.command()
@@ -58,6 +59,10 @@ def sweep(
                                                         "configuration's decode points: for --search adaptive, "
                                                         "whose table then serves uniform batches worse than a "
                                                         "--full sweep's: docs/mixed-batches.md)")] = False,
+    tiles: Annotated[bool, typer.Option(help="also the sizes where kernels change pace with this GPU: decode "
+                                             "within and just past one wave of its SMs at short KV, prefill "
+                                             "queries just past multiples of 128 rows (tuner/tiles.py; "
+                                             "llama4-scout: 1024 more problems a page size)")] = False,
     timing: Annotated[Optional[str], typer.Option(help="graph | eager on CUDA (default graph); the CPU uses "
                                                        "wall")] = None,
     max_relerr: Annotated[Optional[float], typer.Option(help="accuracy budget for every pipeline (default: per "
@@ -134,7 +139,7 @@ def sweep(
         kv_dtypes=csv(kv_dtypes, name="--kv-dtypes"), out_dtypes=csv(out_dtypes, name="--out-dtypes"),
         page_sizes=csv(page_sizes, int, "--page-sizes"),
         grid="quick" if quick else "full" if full else "dense" if dense else "mixed" if mixed else None,
-        device=device or "auto", timing=timing)
+        device=device or "auto", timing=timing, tiles=tiles)
     import time
     opts = SweepOptions(max_relerr=max_relerr, retry_failed=retry_failed, isolate=isolate,
                         candidate_timeout_s=candidate_timeout, tactics=tactics, trials=trials, screen=screen,

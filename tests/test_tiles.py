@@ -1,0 +1,82 @@
+"""`tuner sweep --tiles`: the sizes where kernels change pace with the GPU, as the measured tile sets placed them."""
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from dispatcher import device
+from dispatcher.problem import AttentionProblem
+from tests.conftest import in_process
+from tuner.library import SweepRequest, SweepRequestError, sweep_problems
+from tuner.problem_files import read_problems
+
+ROOT = Path(__file__).resolve().parents[1]
+H200 = replace(device.H200, memory_bytes=141 << 30)        # the sweep's KV cap needs the GPU's memory
+B200 = replace(device.B200, memory_bytes=180 << 30)
+SETS = ("decode-tiles/decode-tiles.jsonl", "decode-tiles/decode-band.jsonl", "prefill-tiles/prefill-tiles.jsonl")
+
+
+def added(dev, **kw) -> list[AttentionProblem]:
+    """The problems --tiles adds to a llama4-scout sweep on `dev`, in order."""
+    grid = set(sweep_problems(SweepRequest(**kw), dev))
+    return [p for p in sweep_problems(SweepRequest(tiles=True, **kw), dev) if p not in grid]
+
+
+def test_tiles_are_the_sizes_whose_measurements_were_scored():
+    # the committed sets were written by benchmarks/decode_tiles.py and prefill_tiles.py for a 132-SM GPU, page 16;
+    # measured as grid rows they are what benchmarks/results/h100-2026-12-07g-tiles/ and prefill-tiles/ report
+    measured = [p for s in SETS for p in read_problems(str(ROOT / "benchmarks/results" / s))]
+    tiles = added(H200, page_sizes=(16,))
+    assert len(tiles) == len(set(tiles)) == 1024
+    assert set(tiles) == set(measured)
+
+
+def test_tiles_follow_the_gpus_sm_count():
+    def band(dev):      # TP1's decode batches past one wave (8 KV heads)
+        return sorted({p.batch_size for p in added(dev, page_sizes=(16,), tps=(1,), phases=("decode",))
+                       if p.batch_size * p.num_kv_heads > dev.sm_count})
+    assert band(H200) == [19, 23, 28]                   # 1.15, 1.4 and 1.7 waves of 132 SMs
+    assert band(B200) == [21, 26, 31]                   # of 148
+
+
+def test_tiles_come_after_each_configurations_grid_points():
+    probs = sweep_problems(SweepRequest(tiles=True, page_sizes=(16, 32), tps=(1,), phases=("decode",),
+                                       kv_dtypes=("fp8",), out_dtypes=("fp8",)), H200)
+    assert [p.page_size for p in probs] == sorted(p.page_size for p in probs)    # page 16's whole, then 32's
+    first_tile = next(i for i, p in enumerate(probs) if p.kv_len == 272)
+    assert all(p.kv_len in (272, 320, 384, 448, 576, 704, 1400, 2800) for p in probs[first_tile:len(probs) // 2])
+
+
+def test_tiles_without_an_sm_count_are_refused_by_name():
+    cpu = device.describe("cpu")
+    with pytest.raises(SweepRequestError) as e:
+        sweep_problems(SweepRequest(tiles=True), cpu)
+    assert e.value.field == "tiles" and "SM count" in str(e.value) and cpu.name in str(e.value)
+
+
+def test_the_cli_refuses_tiles_on_the_cpu_and_beside_problems_files(tmp_path):
+    def tuner(*args):
+        return subprocess.run([sys.executable, "-m", "tuner", "sweep", "--db", str(tmp_path / "t.db"), *args],
+                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = tuner("--tiles", "--device", "cpu")
+    assert done.returncode != 0 and "SM count" in done.stderr and "--tiles" in done.stderr
+    done = tuner("--tiles", "--problems", str(ROOT / "benchmarks/results" / SETS[0]))
+    assert done.returncode != 0 and "--tiles shapes a model's grid" in done.stderr
+    assert not (tmp_path / "t.db").exists()              # refused before a database is made
+
+
+def test_the_rest_api_names_the_tiles_field(swept_db, tmp_path):
+    db = tmp_path / "d.db"
+    shutil.copy(swept_db[0], db)
+    with in_process(db, token="t") as c:
+        auth = {"Authorization": "Bearer t"}
+        r = c.post("/v1/sweeps", json={"model": "llama4-scout", "tiles": True}, headers=auth)
+        (e,) = r.json()["detail"]                        # the daemon on the CPU: no SMs to place them by
+        assert r.status_code == 422 and e["loc"] == ["body", "tiles"] and "SM count" in e["msg"]
+        r = c.post("/v1/sweeps", json={"problems": [AttentionProblem(phase="decode", num_qo_heads=8, num_kv_heads=8,
+                   head_dim=64, batch_size=1, kv_len=128).to_dict()], "tiles": True}, headers=auth)
+        (e,) = r.json()["detail"]
+        assert r.status_code == 422 and e["loc"] == ["body", "tiles"] and "as given" in e["msg"]
