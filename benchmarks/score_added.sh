@@ -9,7 +9,8 @@
 #                                                                   # mixed 6-7
 # Off-grid lines: pooled regret, configurations within issue 24's gm 1.02 and max 1.10; mixed lines (mN): every
 # batch's regret, FP8-KV configurations within issue 25's gm 1.03 and max 1.15 (targets.py's criteria).
-# An argument named offgridN or offgrid-seedN (.db or .db.xz: a fresh off-grid seed, e.g. 9) is scored, not added.
+# An argument named offgridN, offgrid-seedN, mixedN or mixed-seedN (.db or .db.xz: a fresh off-grid or mixed-batch
+# seed, e.g. offgrid9) is scored, not added.
 # Run from anywhere; about 30-90 s.
 set -euo pipefail
 gpu=${1:-}; shift || true
@@ -50,9 +51,9 @@ environments e on e.id = m.env_id where e.device_name = ?', (sys.argv[2],)).fetc
 cp "$W/table.db" "$W/alone.db"; cp "$W/table.db" "$W/grid.db"
 for f in "${args[@]}"; do
   name=$(basename "$f"); name=${name%.xz}; name=${name%.db}
-  if [[ $name =~ ^offgrid(-seed)?([0-9]+)$ ]]; then
-    s=s${BASH_REMATCH[2]}
-    [[ " ${sets[*]} " == *" $s "* ]] && { echo "$f: off-grid seed ${BASH_REMATCH[2]} is scored already" >&2; exit 2; }
+  if [[ $name =~ ^(offgrid|mixed)(-seed)?([0-9]+)$ ]]; then
+    s=${BASH_REMATCH[1]:0:1}${BASH_REMATCH[3]}; s=${s/o/s}          # s9 for offgrid9, m8 for mixed8
+    [[ " ${sets[*]} " == *" $s "* ]] && { echo "$f: ${BASH_REMATCH[1]} seed ${BASH_REMATCH[3]} is scored already" >&2; exit 2; }
     u "$f" "$s"; sets+=("$s")
     [ "$(holds "$W/$s.db")" -gt 0 ] || { echo "$f holds no measurements of $dev" >&2; exit 2; }
     echo "scored: $f"; continue
@@ -79,6 +80,9 @@ cf = {k: v["learned"] for k, v in r["configs"].items() if v["learned"]["n"]}
 mixed = any(k.endswith("mixed") for k in cf)
 if mixed:      # issue 25 scores the FP8-KV mixed configurations
     cf = {k: v for k, v in cf.items() if "kv=fp8" in k and k.endswith("mixed")}
+if not cf:
+    print(f"  {sys.argv[2]:8s} no {'FP8-KV mixed ' if mixed else ''}configuration measured in this set")
+    raise SystemExit(0)
 gm, mx = (1.03, 1.15) if mixed else (1.02, 1.10)
 ok = sum(v["regret_geomean"] <= gm and v["regret_max"] <= mx for v in cf.values())
 slow = sum(v["slower_than_vllm-2026"] for v in cf.values())

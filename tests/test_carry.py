@@ -79,15 +79,18 @@ def test_slim_with_sets_keeps_only_the_named_problem_sets_of_the_results(tmp_pat
         (repo / name).write_bytes(data)
     subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
     subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "r"], cwd=repo, check=True)
-    out = carry(repo, away, "slim", "--sets", "benchmarks/results/a/set.jsonl")
-    assert [n for n in results if (repo / n).exists()] == ["benchmarks/results/a/set.jsonl"]
-    assert "3 files of benchmarks/results" in out and all((repo / p).exists() for p in KEPT)
+    out = carry(repo, away, "slim", "--sets", "./benchmarks/results/a/set.jsonl", str(repo / "benchmarks/results/b"
+                                                                                         "/other.jsonl"), "--vllm")
+    kept = ["benchmarks/results/a/set.jsonl", "benchmarks/results/b/other.jsonl"]      # however they were named
+    assert [n for n in results if (repo / n).exists()] == kept and (repo / ".gpu/vllm.txz").exists()
+    assert "2 files of benchmarks/results" in out and all((repo / p).exists() for p in KEPT)
     carry(repo, away, "back")
     assert {n: (repo / n).read_bytes() for n in results} == results
 
 
 def test_slim_with_a_missing_set_names_it_and_sets_nothing_aside(tmp_path):
     repo, away = checkout(tmp_path), tmp_path / "away"
-    done = run_carry(repo, away, "slim", "--sets", "benchmarks/results/nope.jsonl")
-    assert done.returncode == 2 and "benchmarks/results/nope.jsonl" in done.stdout
-    assert (repo / "heuristics.db").exists() and not away.exists()
+    for args in (["benchmarks/results/nope.jsonl"], []):
+        done = run_carry(repo, away, "slim", "--sets", *args)
+        assert done.returncode == 2 and (args[0] if args else "name the problem sets") in done.stdout
+        assert (repo / "heuristics.db").exists() and not away.exists()

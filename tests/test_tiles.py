@@ -45,9 +45,36 @@ def test_tiles_follow_the_gpus_sm_count():
 def test_tiles_come_after_each_configurations_grid_points():
     probs = sweep_problems(SweepRequest(tiles=True, page_sizes=(16, 32), tps=(1,), phases=("decode",),
                                        kv_dtypes=("fp8",), out_dtypes=("fp8",)), H200)
-    assert [p.page_size for p in probs] == sorted(p.page_size for p in probs)    # page 16's whole, then 32's
-    first_tile = next(i for i, p in enumerate(probs) if p.kv_len == 272)
-    assert all(p.kv_len in (272, 320, 384, 448, 576, 704, 1400, 2800) for p in probs[first_tile:len(probs) // 2])
+    grid = set(sweep_problems(SweepRequest(page_sizes=(16, 32), tps=(1,), phases=("decode",), kv_dtypes=("fp8",),
+                                           out_dtypes=("fp8",)), H200))
+    is_tile = [p not in grid for p in probs]
+    half = len(probs) // 2                               # page 16's grid and tiles, then page 32's
+    assert all(p.page_size == 16 for p in probs[:half]) and all(p.page_size == 32 for p in probs[half:])
+    for part in (is_tile[:half], is_tile[half:]):
+        first = part.index(True)
+        assert 0 < first and all(part[first:]) and not any(part[:first])
+
+
+def test_a_tile_already_on_the_grid_is_measured_once():
+    from tuner.grid import QUICK, problems
+    from tuner.models import preset
+    grid = replace(QUICK, decode_batch=(1, 3), decode_kv=(272,))          # both tile sizes of TP1's first wave
+    probs = problems(preset("llama4-scout"), [1], ["decode"], ["fp8"], ["fp8"], [16], grid, tiles_sms=132)
+    assert len(probs) == len(set(probs)) == 42                             # 24 + 18 tile sizes, 2 of them the grid's
+
+
+@pytest.mark.parametrize("script, args, committed", [
+    ("decode_tiles.py", [], "decode-tiles/decode-tiles.jsonl"),
+    ("decode_tiles.py", ["--waves", "1.15,1.4,1.7", "--kv-lens", "272,384,576,704,1400,2800"],
+     "decode-tiles/decode-band.jsonl"),
+    ("prefill_tiles.py", [], "prefill-tiles/prefill-tiles.jsonl"),
+    ("prefill_tiles.py", ["--batches", "3,5,6,7,10,12,14", "--q-lens", "100,129,192,257,385"],
+     "prefill-rows/prefill-rows.jsonl")])
+def test_the_benchmark_writers_still_write_the_measured_sets(tmp_path, script, args, committed):
+    out = tmp_path / "set.jsonl"
+    subprocess.run([sys.executable, f"benchmarks/{script}", *args, "--out", str(out)], cwd=ROOT, check=True,
+                   capture_output=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert read_problems(str(out)) == read_problems(str(ROOT / "benchmarks/results" / committed))
 
 
 def test_tiles_without_an_sm_count_are_refused_by_name():

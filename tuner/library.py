@@ -133,7 +133,7 @@ def sweep_problems(req: SweepRequest, dev: DeviceInfo) -> list[AttentionProblem]
     cap = None if on_cpu else int(0.75 * dev.memory_bytes / m.num_layers)
     if req.tiles and not dev.sm_count:
         raise SweepRequestError("tiles", f"the tile sizes are placed by the GPU's SM count (waves of work), and "
-                                f"{dev.name} has none: sweep a CUDA device, or leave out tiles (--tiles)")
+                                f"{dev.name} has none: sweep a CUDA device, or leave out tiles")
     return problems(m, tps, list(req.phases), list(req.kv_dtypes), list(req.out_dtypes), pages, grid,
                     max_kv_bytes=cap, tiles_sms=dev.sm_count if req.tiles else 0)
 

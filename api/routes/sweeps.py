@@ -46,7 +46,7 @@ def _problems(body: SweepCreate, jobs: JobManager) -> tuple[JobKind, list[Attent
         raise invalid(str(e), ["body"]) from None
     if len(probs) > MAX_PRESET_PROBLEMS:
         raise invalid(f"this sweep expands to {len(probs)} problems; the limit per job is {MAX_PRESET_PROBLEMS}: "
-                      "narrow tp, phases, dtypes or page_sizes", ["body"])
+                      "narrow tp, phases, dtypes or page_sizes, or leave out tiles", ["body"])
     return "preset", probs
 
 

@@ -43,7 +43,11 @@ def friendly(fn: F) -> F:
         try:
             return fn(*a, **k)
         except (ProblemError, StoreError, RegistryError, ValueError, LookupError, OSError) as e:
-            err.print(f"[red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
+            text = str(e)
+            from ..library import SweepRequestError
+            if isinstance(e, SweepRequestError) and (flag := "--" + e.field.replace("_", "-")) not in text:
+                text += f" ({flag})"          # a sweep option, named as REST names it: the flag that set it
+            err.print(f"[red]error:[/] {escape(text)}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
         except sqlite3.Error as e:
             err.print(f"[red]error:[/] {escape(sqlite_advice(e))}", highlight=False, soft_wrap=True)

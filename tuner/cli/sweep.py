@@ -62,7 +62,8 @@ def sweep(
     tiles: Annotated[bool, typer.Option(help="also the sizes where kernels change pace with this GPU: decode "
                                              "within and just past one wave of its SMs at short KV, prefill "
                                              "queries just past multiples of 128 rows (tuner/tiles.py; "
-                                             "llama4-scout: 1024 more problems a page size)")] = False,
+                                             "llama4-scout: 1024 more problems a page size; with --search "
+                                             "adaptive they join the points it picks from)")] = False,
     timing: Annotated[Optional[str], typer.Option(help="graph | eager on CUDA (default graph); the CPU uses "
                                                        "wall")] = None,
     max_relerr: Annotated[Optional[float], typer.Option(help="accuracy budget for every pipeline (default: per "
