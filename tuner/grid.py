@@ -88,7 +88,8 @@ def problems(model: ModelPreset, tps: list[int], phases: list[str], kv_dtypes: l
                     for o in out_dtypes:
                         at = sizes(phase, grid, kv)
                         if tiles_sms:
-                            at += [t for t in tile_sizes(phase, hkv, tiles_sms) if t not in set(at)]
+                            on_grid = set(at)
+                            at += [t for t in tile_sizes(phase, hkv, tiles_sms) if t not in on_grid]
                         for b, q, L, top in at:
                             p = AttentionProblem(
                                 phase=phase, num_qo_heads=hq, num_kv_heads=hkv, head_dim=model.head_dim,
