@@ -61,15 +61,10 @@ for f in "${args[@]}"; do
   u "$f" add
   [ "$(holds "$W/add.db")" -gt 0 ] || { echo "$f holds no measurements of $dev: nothing to add to its table" >&2; exit 2; }
   $T export --db "$W/add.db" --out "$W/add.jsonl" > /dev/null
-  for mode in alone grid; do
-    $PY -c "
-import json, sys
-with open(sys.argv[2], 'w') as out:
-    for line in open(sys.argv[1]):
-        item = json.loads(line); item['measurement']['alone'] = int(sys.argv[3] == 'alone'); out.write(json.dumps(item) + '\n')
-" "$W/add.jsonl" "$W/$mode.jsonl" $mode
-    msg=$($T import "$W/$mode.jsonl" --db "$W/$mode.db")
-  done
+  [ "$($PY -c "import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute('select min(alone) from measurements').fetchone()[0])" "$W/add.db")" = 1 ] ||
+    { echo "$f holds grid rows: add sets measured by tuner sweep --problems (without --search adaptive)" >&2; exit 2; }
+  $T import "$W/add.jsonl" --db "$W/alone.db" > /dev/null
+  msg=$($T import "$W/add.jsonl" --db "$W/grid.db" --as-grid)
   echo "added: $f ($msg)"
 done
 line() {   # json label

@@ -11,6 +11,7 @@ from dispatcher.predictor import PredictorConfig
 from dispatcher.problem import AttentionProblem
 from dispatcher.table import Table, Timing
 from tests.conftest import ROOT, SHIPPED, cpu_sweep_of, small
+from tests.test_cli import tuner
 from tests.test_model import SCOUT, TC, XQA
 from tests.test_offgrid import crossing_table
 from tuner.library import overview, run_problems
@@ -88,6 +89,19 @@ def test_a_problem_list_is_stored_as_measured_alone_and_a_grid_sweep_is_not(tmp_
     # tuner show (and GET /v1/environments) counts them
     assert [e["shapes_measured_alone"] for e in overview(listed)["environments"]] == [1]
     assert [e["shapes_measured_alone"] for e in overview(swept)["environments"]] == [0]
+
+
+def test_import_as_grid_makes_shapes_measured_alone_grid_points(tmp_path):
+    listed = cpu_sweep_of(tmp_path, small(head_dim=16))
+    export = tmp_path / "listed.jsonl"
+    assert tuner("export", "--db", str(listed), "--out", str(export)).returncode == 0
+    for flag, alone in (([], {(1,)}), (["--as-grid"], {(0,)})):
+        into = tmp_path / f"into{len(flag)}.db"
+        r = tuner("import", str(export), "--db", str(into), *flag)
+        assert r.returncode == 0, r.stderr
+        assert set(sqlite3.connect(into).execute("select distinct alone from measurements")) == alone
+        assert ("as grid points" in r.stdout) == bool(flag)
+        assert [e["shapes_measured_alone"] for e in overview(into)["environments"]] == [0 if flag else 1]
 
 
 def test_a_cell_a_grid_measured_too_is_the_grids():

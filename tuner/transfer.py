@@ -60,13 +60,16 @@ def export_jsonl(db, out: Path, device: str | None = None) -> int:
     return n
 
 
-def import_jsonl(db, src: Path, keep_newer: bool = True) -> dict:
+def import_jsonl(db, src: Path, keep_newer: bool = True, as_grid: bool = False) -> dict:
     """Merge measurements into `db`: environments matched by key; a (problem, pipeline) already present is
     replaced by the imported one unless the stored one is newer (`keep_newer`); a measurement always replaces a
     screened row (one an adaptive search left out) and is never replaced by one, whatever the dates. Every line
     is checked before anything is written, and the rows and recomputed winners go in one transaction: a bad
-    file changes nothing."""
+    file changes nothing. `as_grid` stores rows measured alone (`tuner sweep --problems`) as grid points, inputs
+    of the estimators: how a measured tile set joins a table (benchmarks/score_added.sh scores both readings)."""
     items = read_export(src)
+    if as_grid:
+        items = [(env, {**m, "alone": 0}) for env, m in items]
     s = Store(db)
     touched: dict[int, set] = {}
     kept = new = over_screened = 0

@@ -35,7 +35,10 @@ def export_(out_path: Annotated[str, typer.Option("--out", help="file (jsonl) or
 @app.command("import")
 @friendly
 def import_(path: Annotated[str, typer.Argument(help="a .jsonl file written by tuner export")],
-            format: Annotated[str, typer.Option("--format", help="jsonl")] = "jsonl", db: Db = None):
+            format: Annotated[str, typer.Option("--format", help="jsonl")] = "jsonl", db: Db = None,
+            as_grid: Annotated[bool, typer.Option("--as-grid", help="store shapes measured alone (tuner sweep "
+                                                  "--problems) as grid points: the estimators read them, as a "
+                                                  "tile set joins a table")] = False):
     """Merge measurements from another host into this database (by environment)."""
     from pathlib import Path
 
@@ -43,12 +46,13 @@ def import_(path: Annotated[str, typer.Argument(help="a .jsonl file written by t
     if format != "jsonl":
         raise ValueError(f"--format {format!r} is not supported for import; use jsonl")
     from dispatcher.store import default_path
-    r = import_jsonl(written_db(db, "tuner import"), Path(path))
+    r = import_jsonl(written_db(db, "tuner import"), Path(path), as_grid=as_grid)
     kept = f"; kept {r['kept_newer']} stored measurements newer than the file's" if r["kept_newer"] else ""
     if r["kept_measured"]:
         kept += f"; kept {r['kept_measured']} stored measurements where the file's pipeline was screened out"
     out.print(f"merged {r['problems']} problems in {r['environments']} environment(s) into {default_path(db)}: "
-              f"{r['new']} new measurements, {r['replaced']} already there (the file's copy kept){kept}",
+              f"{r['new']} new measurements, {r['replaced']} already there (the file's copy kept){kept}"
+              f"{', as grid points' if as_grid else ''}",
               soft_wrap=True)
 
 
