@@ -16,7 +16,8 @@ pytest.importorskip("ray")
 def _sweep(db, probs, *extra):
     env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "COLUMNS": "250", "RAY_ADDRESS": "",
            "HOME": str(db.parent)}
-    return subprocess.run([sys.executable, "-m", "tuner", "sweep", "--problems", str(probs), "--db", str(db),
+    listed = ["--problems", str(probs)] if probs else ["--model", "llama4-scout"]
+    return subprocess.run([sys.executable, "-m", "tuner", "sweep", *listed, "--db", str(db),
                            "--tactics", "default", "--no-isolate", "--ray", *extra],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
 
@@ -49,3 +50,10 @@ def test_bad_shard_count_is_refused(tmp_path):
     probs.write_text(json.dumps(small().to_dict()) + "\n")
     r = _sweep(tmp_path / "h.db", probs, "local", "--shards", "0")
     assert r.returncode == 2 and "--shards 0 must be at least 1" in r.stderr
+
+
+def test_tiles_on_cpu_workers_are_refused_before_the_database_is_made(tmp_path):
+    db = tmp_path / "h.db"
+    r = _sweep(db, None, "--tiles")
+    assert r.returncode != 0 and "has none: sweep a CUDA device, or leave out tiles (--tiles)" in r.stderr
+    assert not db.exists()

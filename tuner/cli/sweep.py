@@ -216,11 +216,16 @@ def _devices_sweep(req, problems, db, opts, spec: str) -> None:
 
 def _ray_sweep(req, problems, db, opts, address: str, shards: int | None) -> None:
     """tuner sweep --ray: a bar over shards as Ray workers finish them."""
+    from pathlib import Path
+
+    from dispatcher.store import default_path
+
     from ..ray_sweep import ray_sweep
     from ..store import Store
     if opts.max_relerr is not None:
         checked_budget(opts.max_relerr, "--max-relerr")     # the devices are the workers': checked there
-    Store(db).close()
+    if Path(default_path(db)).exists():
+        Store(db).close()               # one we cannot use fails before Ray starts; a new one waits for the grid
     probs = read_problems(problems) if problems else None
     with _bar() as bar:
         task = bar.add_task("shards", total=None, now="", first=(0.0, 0))    # no resumed shards: from the start
