@@ -10,7 +10,7 @@ import pytest
 from dispatcher import device
 from dispatcher.problem import AttentionProblem
 from tests.conftest import in_process
-from tuner.library import SweepRequest, SweepRequestError, sweep_problems
+from tuner.library import SweepRequest, SweepRequestError, fleet_problems, sweep_problems
 from tuner.problem_files import read_problems
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,6 +82,14 @@ def test_tiles_without_an_sm_count_are_refused_by_name():
     with pytest.raises(SweepRequestError) as e:
         sweep_problems(SweepRequest(tiles=True), cpu)
     assert e.value.field == "tiles" and "SM count" in str(e.value) and cpu.name in str(e.value)
+
+
+def test_tiles_for_gpus_of_different_sm_counts_are_refused_by_name():
+    assert fleet_problems(SweepRequest(tiles=True), [H200, H200]) == sweep_problems(SweepRequest(tiles=True), H200)
+    with pytest.raises(SweepRequestError, match="these devices have 132 and 148 SMs: sweep each GPU model") as e:
+        fleet_problems(SweepRequest(tiles=True), [H200, B200])
+    assert e.value.field == "tiles"
+    assert fleet_problems(SweepRequest(), [H200, B200]) == sweep_problems(SweepRequest(), H200)
 
 
 def test_the_cli_refuses_tiles_on_the_cpu_and_beside_problems_files(tmp_path):

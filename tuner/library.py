@@ -138,6 +138,17 @@ def sweep_problems(req: SweepRequest, dev: DeviceInfo) -> list[AttentionProblem]
                     max_kv_bytes=cap, tiles_sms=dev.sm_count if req.tiles else 0)
 
 
+def fleet_problems(req: SweepRequest, devs: list[DeviceInfo]) -> list[AttentionProblem]:
+    """One problem list for devices that share a queue (--devices): the first device's grid, and tiles only
+    where every device has its SM count (they are placed by it)."""
+    counts = {d.sm_count for d in devs}
+    if req.tiles and len(counts) > 1:
+        raise SweepRequestError("tiles", "the tile sizes are placed by the GPU's SM count, and these devices have "
+                                f"{' and '.join(str(n) for n in sorted(counts))} SMs: sweep each GPU model on its "
+                                "own (--devices 0,1 for the GPUs alike), or leave out tiles")
+    return sweep_problems(req, devs[0])
+
+
 def check_sweep(dev: DeviceInfo, mode: str, opts: SweepOptions) -> None:
     """ValueError for a sweep that could only fail once started: before it creates or touches the database."""
     if dev.kind == "cpu" and mode != "wall":

@@ -189,7 +189,7 @@ def _devices_sweep(req, problems, db, opts, spec: str) -> None:
     from ..isolation import label
     from ..store import Store
     devs = parse_devices(spec)
-    probs = read_problems(problems) if problems else library.sweep_problems(req, devs[0])
+    probs = read_problems(problems) if problems else library.fleet_problems(req, devs)
     mode = req.timing or default_timing_mode(devs[0])
     library.check_sweep(devs[0], mode, opts)
     Store(db).close()
