@@ -48,6 +48,13 @@ holds() {   # db: how many measurements of $dev it holds
   $PY -c "import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute('select count(*) from measurements m join \
 environments e on e.id = m.env_id where e.device_name = ?', (sys.argv[2],)).fetchone()[0])" "$1" "$dev"
 }
+grid_rows() {   # db: how many of $dev's measurements are grid rows (not measured alone; before schema 6 all were)
+  $PY -c "import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+alone = 'coalesce(m.alone, 0)' if 'alone' in [r[1] for r in c.execute('pragma table_info(measurements)')] else '0'
+print(c.execute(f'select count(*) from measurements m join environments e on e.id = m.env_id where e.device_name = ? \
+and {alone} = 0', (sys.argv[2],)).fetchone()[0])" "$1" "$dev"
+}
 cp "$W/table.db" "$W/alone.db"; cp "$W/table.db" "$W/grid.db"
 for f in "${args[@]}"; do
   name=$(basename "$f"); name=${name%.xz}; name=${name%.db}
@@ -60,9 +67,9 @@ for f in "${args[@]}"; do
   fi
   u "$f" add
   [ "$(holds "$W/add.db")" -gt 0 ] || { echo "$f holds no measurements of $dev: nothing to add to its table" >&2; exit 2; }
-  $T export --db "$W/add.db" --out "$W/add.jsonl" > /dev/null
-  [ "$($PY -c "import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute('select min(alone) from measurements').fetchone()[0])" "$W/add.db")" = 1 ] ||
-    { echo "$f holds grid rows: add sets measured by tuner sweep --problems (without --search adaptive)" >&2; exit 2; }
+  [ "$(grid_rows "$W/add.db")" = 0 ] ||
+    { echo "$f holds grid rows of $dev: add sets measured by tuner sweep --problems (no --search adaptive)" >&2; exit 2; }
+  $T export --db "$W/add.db" --device "$dev" --out "$W/add.jsonl" > /dev/null
   $T import "$W/add.jsonl" --db "$W/alone.db" > /dev/null
   msg=$($T import "$W/add.jsonl" --db "$W/grid.db" --as-grid)
   echo "added: $f ($msg)"

@@ -52,7 +52,8 @@ def test_bad_shard_count_is_refused(tmp_path):
     assert r.returncode == 2 and "--shards 0 must be at least 1" in r.stderr
 
 
-def test_tiles_on_cpu_workers_are_refused_before_the_database_is_made(tmp_path):
+@pytest.mark.slow
+def test_tiles_on_cpu_workers_leave_no_database(tmp_path):
     db = tmp_path / "h.db"
     r = _sweep(db, None, "--tiles")
     assert r.returncode != 0 and "has none: sweep a CUDA device, or leave out tiles (--tiles)" in r.stderr

@@ -84,12 +84,22 @@ def test_tiles_without_an_sm_count_are_refused_by_name():
     assert e.value.field == "tiles" and "SM count" in str(e.value) and cpu.name in str(e.value)
 
 
-def test_tiles_for_gpus_of_different_sm_counts_are_refused_by_name():
-    assert fleet_problems(SweepRequest(tiles=True), [H200, H200]) == sweep_problems(SweepRequest(tiles=True), H200)
-    with pytest.raises(SweepRequestError, match="these devices have 132 and 148 SMs: sweep each GPU model") as e:
-        fleet_problems(SweepRequest(tiles=True), [H200, B200])
-    assert e.value.field == "tiles"
-    assert fleet_problems(SweepRequest(), [H200, B200]) == sweep_problems(SweepRequest(), H200)
+def test_tiles_for_gpus_of_different_sm_counts_are_refused_by_name(tmp_path, monkeypatch):
+    fleet = [replace(H200, index=0), replace(H200, index=1), replace(B200, index=2)]
+    assert fleet_problems(SweepRequest(tiles=True), fleet[:2]) == sweep_problems(SweepRequest(tiles=True), H200)
+    assert fleet_problems(SweepRequest(), fleet) == sweep_problems(SweepRequest(), H200)
+    # tuner sweep --devices 0,1,2 on such a host: refused by name, with the two sweeps to run, and no database
+    from typer.testing import CliRunner
+
+    from tuner import fleet as fleet_module
+    from tuner.cli.app import app
+    monkeypatch.setattr(fleet_module, "parse_devices", lambda spec: fleet)
+    db = tmp_path / "t.db"
+    r = CliRunner().invoke(app, ["sweep", "--model", "llama4-scout", "--tiles", "--devices", "0,1,2", "--db", str(db)])
+    assert r.exit_code == 2, r.output
+    assert ("cuda:0, cuda:1 have 132 SMs; cuda:2 has 148 SMs: sweep them apart (--devices 0,1 and --devices 2), "
+            "or leave out tiles (--tiles)") in " ".join(r.output.split())
+    assert not db.exists()
 
 
 def test_the_cli_refuses_tiles_on_the_cpu_and_beside_problems_files(tmp_path):

@@ -141,11 +141,17 @@ def sweep_problems(req: SweepRequest, dev: DeviceInfo) -> list[AttentionProblem]
 def fleet_problems(req: SweepRequest, devs: list[DeviceInfo]) -> list[AttentionProblem]:
     """One problem list for devices that share a queue (--devices): the first device's grid, and tiles only
     where every device has its SM count (they are placed by it)."""
-    counts = {d.sm_count for d in devs}
-    if req.tiles and len(counts) > 1:
-        raise SweepRequestError("tiles", "the tile sizes are placed by the GPU's SM count, and these devices have "
-                                f"{' and '.join(str(n) for n in sorted(counts))} SMs: sweep each GPU model on its "
-                                "own (--devices 0,1 for the GPUs alike), or leave out tiles")
+    from .isolation import label
+    by_count: dict[int, list[str]] = {}
+    for d in devs:
+        by_count.setdefault(d.sm_count, []).append(label(d))
+    if req.tiles and len(by_count) > 1:
+        groups = "; ".join(f"{', '.join(names)} {'have' if len(names) > 1 else 'has'} {n} SMs"
+                           for n, names in by_count.items())
+        runs = " and ".join("--devices " + ",".join(name.removeprefix("cuda:") for name in names)
+                            for names in by_count.values())
+        raise SweepRequestError("tiles", f"the tile sizes are placed by the GPU's SM count, and {groups}: sweep "
+                                f"them apart ({runs}), or leave out tiles")
     return sweep_problems(req, devs[0])
 
 

@@ -110,14 +110,12 @@ def ray_sweep(req, problems: list[AttentionProblem] | None, db, opts: SweepOptio
 
 def _run(ray, req, problems, db, opts, shards, on_shard, say) -> SweepReport:
     from .library import sweep_problems
-    from .store import Store
     from .transfer import import_jsonl
     gpus = int(ray.cluster_resources().get("GPU", 0))
     workers = gpus or max(1, int(ray.cluster_resources().get("CPU", 1)))
     need = dict(num_gpus=1, num_cpus=1) if gpus else dict(num_cpus=1)
     if problems is None:                     # the grid depends on the device: ask a worker what it holds
         problems = sweep_problems(req, ray.get(ray.remote(**need)(_worker_device).remote()))
-    Store(db).close()                        # the database, once the request is known to be good
     parts = shard(problems, shards or 2 * workers)
     say(f"ray: {len(problems)} problems in {len(parts)} shards over {workers} "
         f"{'GPU' if gpus else 'CPU'} worker{'s' if workers != 1 else ''}")

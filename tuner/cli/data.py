@@ -52,7 +52,7 @@ def import_(path: Annotated[str, typer.Argument(help="a .jsonl file written by t
         kept += f"; kept {r['kept_measured']} stored measurements where the file's pipeline was screened out"
     out.print(f"merged {r['problems']} problems in {r['environments']} environment(s) into {default_path(db)}: "
               f"{r['new']} new measurements, {r['replaced']} already there (the file's copy kept){kept}"
-              f"{', as grid points' if as_grid else ''}",
+              f"{'; imported as grid points' if as_grid else ''}",
               soft_wrap=True)
 
 

@@ -224,16 +224,23 @@ def _ray_sweep(req, problems, db, opts, address: str, shards: int | None) -> Non
     from ..store import Store
     if opts.max_relerr is not None:
         checked_budget(opts.max_relerr, "--max-relerr")     # the devices are the workers': checked there
-    if Path(default_path(db)).exists():
-        Store(db).close()               # one we cannot use fails before Ray starts; a new one waits for the grid
+    path = Path(default_path(db))
+    new = not path.exists()
+    Store(db).close()                                   # one we cannot use fails before Ray starts
     probs = read_problems(problems) if problems else None
     with _bar() as bar:
         task = bar.add_task("shards", total=None, now="", first=(0.0, 0))    # no resumed shards: from the start
 
         def tick(done, total, what):
             bar.update(task, total=total, completed=done, now=escape(what))
-        report = ray_sweep(req, probs, db, opts, None if address == "local" else address, shards, tick,
-                           lambda m: bar.console.print(escape(m)))
+        try:
+            report = ray_sweep(req, probs, db, opts, None if address == "local" else address, shards, tick,
+                               lambda m: bar.console.print(escape(m)))
+        except library.SweepRequestError:               # the workers' grid refused the request: leave no database
+            if new:
+                for f in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+                    f.unlink(missing_ok=True)
+            raise
     _print_summary(report)
 
 
