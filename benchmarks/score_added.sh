@@ -74,30 +74,9 @@ for f in "${args[@]}"; do
   msg=$($T import "$W/add.jsonl" --db "$W/grid.db" --as-grid)
   echo "added: $f ($msg)"
 done
-line() {   # json label
-  $PY - "$@" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1])); o = r["overall"]["learned"]
-cf = {k: v["learned"] for k, v in r["configs"].items() if v["learned"]["n"]}
-mixed = any(k.endswith("mixed") for k in cf)
-if mixed:      # issue 25 scores the FP8-KV mixed configurations
-    cf = {k: v for k, v in cf.items() if "kv=fp8" in k and k.endswith("mixed")}
-if not cf:
-    print(f"  {sys.argv[2]:8s} no {'FP8-KV mixed ' if mixed else ''}configuration measured in this set")
-    raise SystemExit(0)
-gm, mx = (1.03, 1.15) if mixed else (1.02, 1.10)
-ok = sum(v["regret_geomean"] <= gm and v["regret_max"] <= mx for v in cf.values())
-slow = sum(v["slower_than_vllm-2026"] for v in cf.values())
-worst = max(v["regret_max"] for v in cf.values())
-if mixed:
-    print(f"  {sys.argv[2]:8s} all {o['regret_geomean']:.4f}  FP8-KV max {worst:.3f}  within gm {gm:.2f} and max {mx:.2f} "
-          f"{ok}/{len(cf)}  FP8-KV slower than vllm-2026 beyond noise {slow:2d} of {sum(v['n'] for v in cf.values())}")
-else:
-    top = {ph: [v["regret_max"] for k, v in cf.items() if k.startswith(ph)] for ph in ("decode", "prefill")}
-    top = {ph: f"{max(v):.3f}" if v else "-" for ph, v in top.items()}
-    print(f"  {sys.argv[2]:8s} pooled {o['regret_geomean']:.4f}  max {worst:.3f} (decode {top['decode']}, prefill "
-          f"{top['prefill']})  within gm {gm:.2f} and max {mx:.2f} {ok:2d}/{len(cf)}  slower than vllm-2026 beyond noise {slow:2d}")
-PY
+line() {   # json label: targets.py's criteria, one aligned line
+  $PY -c "import json, sys; sys.path.insert(0, 'benchmarks'); from targets import brief
+print(brief(json.load(open(sys.argv[1])), sys.argv[2]))" "$@"
 }
 for s in "${sets[@]}"; do
   pids=(); for t in table alone grid; do $T evaluate --db "$W/$t.db" --device "$dev" --offgrid "$W/$s.db" --json > "$W/e-$s-$t.json" & pids+=($!); done
