@@ -142,14 +142,14 @@ def fleet_problems(req: SweepRequest, devs: list[DeviceInfo]) -> list[AttentionP
     """One problem list for devices that share a queue (--devices): the first device's grid, and tiles only
     where every device has its SM count (they are placed by it)."""
     from .isolation import label
-    by_count: dict[int, list[str]] = {}
+    by_count: dict[int, list[DeviceInfo]] = {}
     for d in devs:
-        by_count.setdefault(d.sm_count, []).append(label(d))
+        by_count.setdefault(d.sm_count, []).append(d)
     if req.tiles and len(by_count) > 1:
-        groups = "; ".join(f"{', '.join(names)} {'have' if len(names) > 1 else 'has'} {n} SMs"
-                           for n, names in by_count.items())
-        runs = " and ".join("--devices " + ",".join(name.removeprefix("cuda:") for name in names)
-                            for names in by_count.values())
+        groups = "; ".join(f"{', '.join(label(d) for d in ds)} {'have' if len(ds) > 1 else 'has'} {n} SMs"
+                           for n, ds in by_count.items())
+        runs = " and ".join("--devices " + ",".join(str(d.index) if d.kind == "cuda" else "cpu" for d in ds)
+                            for ds in by_count.values())
         raise SweepRequestError("tiles", f"the tile sizes are placed by the GPU's SM count, and {groups}: sweep "
                                 f"them apart ({runs}), or leave out tiles")
     return sweep_problems(req, devs[0])
