@@ -6,7 +6,7 @@
 #   bash benchmarks/results/tried-fixed-chunk-alone/run.sh > benchmarks/results/tried-fixed-chunk-alone/run.txt
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-BASE=a5143b2      # the tree the patch applies to, and its shipped heuristics.db
+BASE=b3c3a53      # the tree the patch applies to, and its shipped heuristics.db
 D=benchmarks/results/tried-fixed-chunk-alone; R=benchmarks/results
 W=$(mktemp -d); trap 'git worktree remove --force "$W/tree" 2>/dev/null || true; rm -rf "$W"' EXIT
 u() { xz -dc $R/$1.db.xz > $W/$2.db; }
