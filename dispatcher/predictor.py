@@ -19,11 +19,9 @@ Settings live in one value (PredictorConfig, a JSON file for `tuner evaluate --p
                 KV heads as it runs batch 64: one CTA per request and head, one wave); for "resident"
                 rules over log batch, but with a step where the busiest SM's load rises (a second CTA
                 joins the first on some SM: BF16 XQA at batch 17 of 8 KV heads costs 1.4x batch 16).
-- ragged_prior(p): a mixed batch: each pipeline from uniform batches, at the mean, plus the longest
-                request alone for kernels whose time follows the longest request (`ragged` in
-                kernels.toml); where the family has mixed batches measured (FP8 KV), scaled by its error at
-                the mixed_residual_k nearest of them (dispatcher/mixed_residual.py). Rough estimates: the
-                dispatcher keeps the rule's choice within ragged_keep times its usual margin.
+- ragged_prior(p): a mixed batch: each pipeline from uniform batches by how its kernel plans one
+                (`ragged` in kernels.toml), scaled by its error at measured mixed batches nearby
+                (dispatcher/mixed_residual.py); the rule's choice stands within ragged_keep its margins.
 - a family with shapes measured alone (Table.alone): the estimators read its grid, and those shapes
                 scale the times near them by their error there (dispatcher/alone.py).
 
@@ -54,7 +52,7 @@ from .model import fit_plane
 from .pipeline import fixed_split, split_pages
 from .predictor_config import PredictorConfig as PredictorConfig  # re-exported: its home before
 from .problem import Q_TILE, AttentionProblem, q_tiles
-from .registry import KernelSpec, SplitRule, load_registry
+from .registry import KernelSpec, SplitRule, load_registry, planned_chunk
 from .table import Table, Timing, ratios
 
 Features = tuple[float, ...]
@@ -273,27 +271,17 @@ class FittedModel:
         return p.skew > 1 and (p.family() not in self._mixed or self._corrects(p))
 
     def ragged_prior(self, p: AttentionProblem) -> list[Timing]:
-        """A mixed batch, each pipeline from uniform batches, corrected where the family has mixed batches
-        measured (the rules picked on one mixed set, reported on another: benchmarks/results/h200-2026-12-05/).
-        - a kernel that partitions work per request (`ragged = "longest"` in kernels.toml): below
-          `longest_alone_waves` waves the slower of the mean batch and the uniform batch at the longest
-          length, one wave of it at most (the longest request's CTAs split as that batch's, finishing
-          last); from there on the mean batch plus the longest request alone; with FP8 KV and an FP8 split
-          rule (XQA) the first at any count (`fp8_longest_alone` 0: it splits a request alone, not in a batch);
-        - one whose plan balances the total: the mean batch; with FP8 KV from one wave of CTAs (batch x
-          KV heads over SMs) to `unsplit_waves`, 1 + slope x (the canonical layout's balance - kv_balance)
-          times that, the slope `fp8_unbalanced` at 1.5 waves and ((waves - 1) / 0.5) **
-          `unbalanced_wave_power` times that elsewhere: the plan's chunks must cover every short request,
-          and fewer spare CTAs are left the more waves there are (FA2-TC measured about 1.0x in the canonical
-          layout, whose measured batches correct the rest, and up to 1.3x / 2.2x / 3.5x at 1.2 / 1.5 / 1.75
-          waves with few long requests among many short; 1.1x with BF16 KV); from
-          `unsplit_waves` on FlashInfer's planner leaves requests unsplit, and the longest
-          runs as in a one-wave batch of the longest length, if that is slower;
-        - a fixed split-KV plan: the mean batch from `unsplit_waves` waves on (with FP8 KV and
-          `fp8_fixed_chunks`, one wave of its chunks if slower: a request within a chunk is one CTA),
-          below that the uniform batch at the longest length (its CUDA-graph plan pads every request to
-          the longest one's chunks: 209 us against 37 us for the default plan at batch 19, mean 1252,
-          longest 14741). The FP8 rules' fit: benchmarks/results/fp8-mixed-prior/."""
+        """A mixed batch, each pipeline from uniform batches (the rules, each with its measurements and where it
+        was picked and reported: docs/mixed-batches.md, "The grid and the model"):
+        - a per-request kernel (`ragged = "longest"`, XQA): below `longest_alone_waves` waves of CTAs (batch x
+          KV heads over SMs) or with FP8 KV and an FP8 split rule, the slower of the mean batch and one wave at
+          the longest length; else the mean batch plus the longest request alone;
+        - a balanced plan (FA2-TC's own): the mean batch, with FP8 KV from one wave scaled by how unbalanced the
+          batch is (`fp8_unbalanced`); from `unsplit_waves` the longest request unsplit, one wave at its
+          length if slower; with 16-bit KV up to two waves at the piece FlashInfer's plan cuts (`planned_chunks`);
+        - a fixed split: below `unsplit_waves` the uniform batch at the longest length (its CUDA-graph plan pads
+          every request to the longest one's chunks), from there the mean batch, or one wave of its chunks if
+          slower with FP8 KV (`fp8_fixed_chunks`) or where the own plan cuts the longest request shorter."""
         def at(stepped: bool = True, **sizes: int) -> dict[str, Timing]:
             return {t.pipeline.id: t for t in self.at(p.with_sizes(**sizes), stepped)}
         sms = self.sm_count
@@ -313,16 +301,19 @@ class FittedModel:
         out = []
         for pid, m in mean.items():
             t: Timing | None
-            if fixed_split(m.pipeline) and full and fp8 and self.config.fp8_fixed_chunks:
+            piece = self._planned_piece(p, m.pipeline.kernel, waves)
+            if fixed_split(m.pipeline) and full and ((fp8 and self.config.fp8_fixed_chunks) or
+                                                     (piece or p.max_kv_len) < p.max_kv_len):
                 n = min(p.max_kv_len, split_pages(m.pipeline) * p.page_size)      # one wave of its chunks
-                chunks = at(batch_size=wave, kv_len=n, max_kv_len=n)
-                t = slower(m, chunks[pid]) if pid in chunks else m
+                t = slower(m, at(batch_size=wave, kv_len=n, max_kv_len=n).get(pid, m))
             elif fixed_split(m.pipeline):
                 t = m if full else top.get(pid)
             elif self.ragged.get(m.pipeline.kernel) == "longest":
                 alone_rule = split_longest and not (unsplit and "fp8" in self.splits.get(m.pipeline.kernel, {}))
                 src, combine = (alone, summed) if alone_rule else (one_wave, slower)
                 t = combine(m, src[pid]) if pid in src else None
+            elif piece is not None:         # one wave at the longest request's piece of the plan
+                t = slower(m, at(batch_size=wave, kv_len=piece, max_kv_len=piece).get(pid, m))
             elif full:
                 t = slower(m, top[pid]) if pid in top else m
             else:
@@ -330,6 +321,15 @@ class FittedModel:
             if t is not None:
                 out.append(t)
         return out
+
+    def _planned_piece(self, p: AttentionProblem, kernel: str, waves: float) -> int | None:
+        """The longest request's piece (tokens) in FlashInfer's own plan of a balanced 16-bit KV decode batch,
+        from unsplit_waves to where the plan cuts nothing (planned_chunks); None: the wave rules price it."""
+        rule = self.splits.get(kernel, {}).get(p.kv_dtype)      # a window: the plan cuts the pages it reads
+        if (self.config.planned_chunks and p.kv_dtype != "fp8" and p.phase == "decode" and p.window_left < 0 and rule
+                and self.ragged.get(kernel) == "total" and self.config.unsplit_waves <= waves <= rule.sm_multiple):
+            return planned_chunk(p, rule.sm_multiple * self.sm_count)
+        return None
 
     def at(self, p: AttentionProblem, stepped: bool = True) -> list[Timing]:
         """What the model's table says at p (modelled: not a 16-bit cache's mixed batches): its measurements

@@ -28,6 +28,10 @@ class PredictorConfig:
     between_rows: int = 0         # 1: a batch size never measured is read between the measured ones either side
     skew_weight: float = 1.0      # one octave of longest-over-mean counts as this many octaves of KV
     unsplit_waves: float = 1.9    # decode: batch x KV heads over SMs from which FA2's plan leaves requests unsplit
+    planned_chunks: int = 1       # 1: decode, 16-bit KV, from unsplit_waves until FA2-TC's own plan can cut no
+                                  # request, its longest costs a wave at the piece FlashInfer's plan cuts
+                                  # (registry.planned_chunk), and a fixed split a wave of its chunks where that
+                                  # piece is shorter (benchmarks/results/planned-chunks/)
     longest_alone_waves: float = 2.0   # decode: from here XQA's longest request costs as if run alone, after the rest
     fp8_longest_alone: int = 0    # 1: with FP8 KV too (0: one wave at the longest, if slower than the mean batch)
     fp8_fixed_chunks: int = 1     # 1: FP8 KV from unsplit_waves, a fixed split costs one wave of its chunks at least

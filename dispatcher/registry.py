@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .balance import tiered
 from .device import DeviceInfo
 from .problem import DTYPES, PHASES, AttentionProblem
 
@@ -306,25 +307,60 @@ def graph_split_chunks(p: AttentionProblem, fixed: int, max_ctas: int) -> tuple[
     (under it where the other requests all sit just past a chunk's end: pass seq_lens to count them).
     Of 6124 plans measured on the H200 (112 refused) it tells 6122 right, missing two random mixed
     batches within 3% of the limit (benchmarks/results/split-rule/)."""
+    tile, kv_chunks = _plan_counts(p, p.seq_lens)
+    rows = p.batch_size * p.q_len
+    need = -(-p.q_len * p.group_size // tile) * kv_chunks(fixed)
+    return need, max(max_ctas // p.num_kv_heads, -(-rows * p.group_size // tile) + p.batch_size - 1)
+
+
+def planned_chunk(p: AttentionProblem, max_ctas: int) -> int:
+    """Tokens per KV chunk of FlashInfer's own CUDA-graph plan (PrefillBinarySearchKVChunkSize, no fixed
+    split): the smallest chunk, 128 tokens at least, whose chunks (one per request, query tile and KV
+    chunk) number at most max_ctas / KV heads; the longest request, which runs unsplit, where none does.
+    At 8 KV heads on 132 SMs (33 chunks held), one 16000-token request among 31 short ones is cut in two;
+    among 32 it is not, nor among 31 of which several are long. Lengths: seq_lens, else the layout of the
+    batch's mean, longest and kv_balance that the sweep measures (balance.tiered)."""
+    lens = p.seq_lens
+    if lens is None and p.max_kv_len != p.kv_len:
+        lens = tuple(tiered(p.batch_size, p.kv_len, p.max_kv_len, p.balance, p.q_len))
+    tile, kv_chunks = _plan_counts(p, lens)
+    tiles = -(-p.q_len * p.group_size // tile)
+    held = max_ctas // p.num_kv_heads
+    longest = max(lens) if lens else p.max_kv_len
+    low, high = max(128 // p.page_size, 1), -(-longest // p.page_size)
+    while low < high:
+        mid = (low + high) // 2
+        if tiles * kv_chunks(mid) > held:
+            low = mid + 1
+        else:
+            high = mid
+    return min(low * p.page_size, longest)
+
+
+def _plan_counts(p: AttentionProblem, lens: tuple[int, ...] | None) -> tuple[int, Callable[[int], int]]:
+    """FlashInfer's CUDA-graph query tile for p, and its count of KV chunks of so many pages (of the pages a
+    sliding window reads): exact for a uniform batch or given lengths; otherwise a mixed batch's count is
+    estimated from its mean and longest request (under it where the other requests all sit just past a
+    chunk's end)."""
     g, b = p.group_size, p.batch_size
-    rows = b * p.q_len
-    tile = _fa2_cta_tile_q((rows - b + 1) * g, p.head_dim)
+    tile = _fa2_cta_tile_q((b * p.q_len - b + 1) * g, p.head_dim)
     window = -(-(p.window_left + tile) // p.page_size) if p.window_left >= 0 else None
 
-    def chunks(tokens: int) -> int:
+    def chunks(tokens: int, size: int) -> int:
         pages = -(-tokens // p.page_size)
-        return -(-min(pages, window or pages) // fixed)
-    if p.seq_lens is not None:
-        kv_chunks = sum(chunks(n) for n in p.seq_lens)
-    elif b == 1 or p.max_kv_len == p.kv_len:
-        kv_chunks = b * chunks(p.kv_len)
-    elif window is not None:
-        kv_chunks = chunks(p.max_kv_len) + (b - 1) * chunks(p.kv_len)
-    else:       # the others' lengths unknown: their pages in chunks, half a chunk more each for the rounding
+        return -(-min(pages, window or pages) // size)
+
+    def kv_chunks(size: int) -> int:
+        if lens is not None:
+            return sum(chunks(n, size) for n in lens)
+        if b == 1 or p.max_kv_len == p.kv_len:
+            return b * chunks(p.kv_len, size)
+        if window is not None:
+            return chunks(p.max_kv_len, size) + (b - 1) * chunks(p.kv_len, size)
+        # the others' lengths unknown: their pages in chunks, half a chunk more each for the rounding
         rest = -(-(b * p.kv_len - p.max_kv_len) // p.page_size)
-        kv_chunks = chunks(p.max_kv_len) + max(b - 1, math.ceil(rest / fixed + (b - 1) / 2))
-    need = -(-p.q_len * g // tile) * kv_chunks
-    return need, max(max_ctas // p.num_kv_heads, -(-rows * g // tile) + b - 1)
+        return chunks(p.max_kv_len, size) + max(b - 1, math.ceil(rest / size + (b - 1) / 2))
+    return tile, kv_chunks
 
 
 def _fa2_cta_tile_q(packed_qo_len: int, head_dim: int) -> int:

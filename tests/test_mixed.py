@@ -416,3 +416,22 @@ def test_the_corrections_spread_counts_for_a_balanced_plan_from_one_wave():
     assert counted(4, device=unknown) == {"trtllm-xqa": False, "fa2-tc": True, "fa2-tc-fixed": False}
     with pytest.raises(ValueError, match="mixed_residual_std_scope=3 is over 2"):
         PredictorConfig.from_dict({"mixed_residual_std_scope": 3})
+
+
+def test_a_16bit_batch_near_two_waves_is_priced_at_the_piece_flashinfers_plan_cuts():
+    # the vLLM forward check's BF16 one-long step (31 x 500 + one 16000, 40/8 heads), timed on the H200: FA2-TC's
+    # own plan 129.7-130 us, XQA 184.5-185, the fixed split of 1024 pages 212 (benchmarks/results/h200-2026-12-06/
+    # callB, callD, h200-2026-12-05-mixedsweep/gpu-tests.log). At 1.94 waves the plan still cuts the long request
+    # in two (33 chunks held); read as unsplit, the default plan was priced 243 us and the fixed split chosen
+    from dispatcher.predictor import PredictorConfig
+    p = AttentionProblem.from_seq_lens(phase="decode", num_qo_heads=40, num_kv_heads=8, seq_lens=[500] * 31 + [16000],
+                                       kv_dtype="bf16", out_dtype="bf16")
+    shipped = load(ROOT / "heuristics.db", "NVIDIA H200")
+    assert shipped.choose(p).pipeline == "fa2-tc[fixed_split_size=0]"
+    priced = {t.pipeline.id: t.median_us for t in shipped.model.ragged_prior(p)}
+    assert 110 < priced["fa2-tc[fixed_split_size=0]"] < 150 < priced["fa2-tc[fixed_split_size=1024]"]
+    unsplit = load(ROOT / "heuristics.db", "NVIDIA H200", predictor=PredictorConfig(planned_chunks=0))
+    assert unsplit.choose(p).pipeline == "fa2-tc[fixed_split_size=1024]"
+    # one more short request and the plan cuts nothing: as before
+    q = p.with_sizes(batch_size=33, kv_len=(31 * 500 + 16000 + 500) // 33, max_kv_len=16000)
+    assert shipped.choose(q).pipeline == unsplit.choose(q).pipeline

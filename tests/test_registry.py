@@ -5,7 +5,7 @@ import pytest
 from dispatcher import AttentionProblem, ineligibility_reasons, load_registry
 from dispatcher.device import B200, H200
 from dispatcher.pipeline import candidates, pipelines_for
-from dispatcher.registry import RegistryError, graph_split_chunks, tactic_reasons
+from dispatcher.registry import RegistryError, graph_split_chunks, planned_chunk, tactic_reasons
 from tests.conftest import small
 
 SCOUT = dict(num_qo_heads=40, num_kv_heads=8, head_dim=128, page_size=16)
@@ -154,3 +154,19 @@ def test_a_mixed_batch_is_counted_exactly_from_its_lengths_and_kept_clear_of_the
     guess = exact.with_sizes(max_kv_len=exact.max_kv_len)
     assert guess.seq_lens is None and graph_split_chunks(guess, 1024, 264) == (32, 33)
     assert tactic_reasons(fa2_tc, fixed, guess, H200)[0].startswith("fixed_split_size=1024 needs about 32 ")
+
+
+def test_flashinfers_own_plan_cuts_a_long_request_while_its_chunks_fit_twice_the_sms():
+    # PrefillBinarySearchKVChunkSize at 8 KV heads on 132 SMs: 33 chunks held, 128 tokens per chunk at least
+    def one_long(short: int, **kw) -> AttentionProblem:
+        return AttentionProblem.from_seq_lens(seq_lens=[500] * short + [16000], phase="decode", num_qo_heads=40,
+                                              num_kv_heads=8, head_dim=128, page_size=16, **kw)
+    assert planned_chunk(one_long(31), 264) == 8000           # two spare chunks: cut in two
+    assert planned_chunk(one_long(32), 264) == 16000          # none spare: it runs whole
+    assert planned_chunk(one_long(16), 264) == 944            # 59 pages: 17 chunks for it, one each for the others
+    # the statistics alone: the sweep's layout of mean, longest and kv_balance (one long request, or eight)
+    guess = one_long(31).with_sizes(max_kv_len=16000)
+    assert guess.seq_lens is None and planned_chunk(guess, 264) == 8000
+    eight = AttentionProblem.from_seq_lens(seq_lens=[500] * 24 + [16000] * 8, phase="decode", num_qo_heads=40,
+                                           num_kv_heads=8, head_dim=128, page_size=16)
+    assert eight.kv_balance and planned_chunk(eight.with_sizes(max_kv_len=16000), 264) == 16000

@@ -267,19 +267,25 @@ def check_sm90_decode_per_step_native_for_one_long_request_xqa_for_uniform(v):
 
 def check_a_step_outside_full_graphs_may_plan_a_fixed_split(v):
     """Per step, vLLM's native wrapper is planned afresh: where FA2-TC with a fixed split of 1024 KV pages is
-    the decision (BF16 KV, 31 requests of 200 tokens and one of 16000, 1000 pages: one chunk each), the
-    plugin sets the builder's decode_fixed_split_size for that build; a captured graph never gets one.
-    (With FP8 KV that batch goes to XQA: the fixed split costs a wave of 16000-token chunks there.)"""
+    the decision, the plugin sets the builder's decode_fixed_split_size for that build; a captured graph never
+    gets one. The batch: a serving replay step measured on the H200 (BF16 KV, 128 requests, mean 4258, longest
+    34869, kv_balance 0.312, in the layout the sweep measured: fixed split 564 us, XQA 693;
+    benchmarks/results/h200-2026-12-06/replay.db.xz). At 31 requests of 200 and one of 16000 FlashInfer's own
+    plan cuts the long one in two (33 chunks fit), and the plugin plans it so (the fixed split runs it whole)."""
     v.set_capability(9, 0)
     plugin.install(db=str(SHIPPED), device="NVIDIA H200")
     b = make_builder(v, cache_dtype="auto")
-    step = b.build(0, batch([200] * 31 + [16000]))
+    from dispatcher.balance import tiered
+    replayed = tiered(128, 4258, 34869, 0.312)
+    step = b.build(0, batch(replayed, pages_per_request=2200))
     assert decode_path(v, step) == "native" and step.decode.wrapper.plans[-1]["fixed_split_size"] == 1024
     assert b.decode_fixed_split_size == -1 and b.use_trtllm_decode_attention is True      # vLLM's, restored
     assert "fixed_split_size=1024" in plugin.reasons()["decode group layers.0.attn step"]
+    step = b.build(0, batch([200] * 31 + [16000]))
+    assert decode_path(v, step) == "native" and step.decode.wrapper.plans[-1]["fixed_split_size"] == -1
     with patch.dict(os.environ, {"SWITCHYARD_FIXED_SPLIT": "0"}):
         plugin.install(db=str(SHIPPED), device="NVIDIA H200")
-        step = make_builder(v, cache_dtype="auto").build(0, batch([200] * 31 + [16000]))
+        step = make_builder(v, cache_dtype="auto").build(0, batch(replayed, pages_per_request=2200))
     assert decode_path(v, step) != "native" or step.decode.wrapper.plans[-1]["fixed_split_size"] == -1
     plugin.install(db=str(SHIPPED), device="NVIDIA H200", decode_kv_len=742, decode_skew=21.6)
     b = make_builder(v, graphs="full", max_capture=64)
