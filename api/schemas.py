@@ -37,7 +37,8 @@ class ProblemIn(BaseModel):
     seq_lens: Optional[list[int]] = Field(None, max_length=LIMITS["batch_size"][1],
                                           description="every request's KV tokens: batch_size, kv_len, max_kv_len "
                                           "and kv_balance come from them (any also given must agree)")
-    q_len: int = Field(DEFAULTS["q_len"], description=_range("q_len", "new tokens per request (1 for decode)"))
+    q_len: Optional[int] = Field(None, description=_range("q_len", "new tokens per request") + "; default 1 in "
+                                 "decode, required in prefill")
     q_dtype: str = DEFAULTS["q_dtype"]
     kv_dtype: str = DEFAULTS["kv_dtype"]
     out_dtype: str = DEFAULTS["out_dtype"]

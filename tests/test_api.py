@@ -42,6 +42,17 @@ def test_invalid_problem_is_422_naming_the_field(client):
     assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "problems", 1, "kv_dtype"]
 
 
+def test_a_prefill_without_q_len_is_422_naming_q_len(client):
+    # it was decided as one new token per request, where `tuner decide --input` refused it
+    prefill = {k: v for k, v in q(phase="prefill", q_len=64, kv_len=64).items() if k != "q_len"}
+    r = client.get("/v1/decision", params=prefill)
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["query", "q_len"]
+    assert r.json()["detail"][0]["msg"].startswith("q_len is required for prefill (the new tokens per request)")
+    r = client.post("/v1/decisions", json={"problems": [q(), prefill]})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "problems", 1, "q_len"]
+    assert client.get("/v1/decision", params={**prefill, "q_len": 64}).status_code == 200
+
+
 def test_a_problem_no_kernel_can_serve_is_422_with_each_kernels_reason(client):
     # found by the fuzz test: attention sinks on the CPU, where only torch SDPA runs, was a 500
     r = client.get("/v1/decision", params={**q(), "has_sinks": "true"})
