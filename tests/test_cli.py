@@ -45,6 +45,14 @@ def test_sweep_decide_show_end_to_end(tmp_path):
     assert info["measurements"] == 12 and info["winners"] == 6
     assert "12 ok measurements, 6 winners" in tuner("show", "--db", db).stdout
     assert info["environments"][0]["device_name"].startswith("CPU")
+    assert info["environments"][0]["mixed_batches"] == 0 and "mixed-length" not in tuner("show", "--db", db).stdout
+
+
+def test_show_counts_the_shipped_mixed_length_batches():
+    # the README points at `tuner show` for them
+    from dispatcher import load
+    n = sum(c.skew > 1 for c in load(ROOT / "heuristics.db", "NVIDIA H200").table.by_cell)     # as the model reads them
+    assert n > 100 and f"winners, {n} mixed-length batches" in tuner("show", "--db", str(ROOT / "heuristics.db")).stdout
 
 
 def test_bad_input_is_one_readable_line_and_exit_2(tmp_path):
@@ -58,6 +66,11 @@ def test_bad_input_is_one_readable_line_and_exit_2(tmp_path):
     assert "Traceback" not in r.stderr
     r = tuner("decide", "--db", str(tmp_path / "x.db"), "--input", "-", input="{not json\n")
     assert r.returncode == 2 and "line 1 of - is not JSON" in r.stderr
+    # a prefill without --q-len was decided as one new token per request (problem files refused it)
+    r = tuner("decide", "--db", str(tmp_path / "x.db"), "--phase", "prefill", "--num-qo-heads", "40",
+              "--num-kv-heads", "8", "--batch-size", "2", "--kv-len", "100")
+    assert r.returncode == 2 and r.stderr.strip() == ("error: --q-len is required for prefill (the new tokens per "
+                                                      "request); pass --q-len 1 for one new token")
 
 
 def test_a_flag_that_a_problem_file_would_override_is_refused(tmp_path):

@@ -281,8 +281,11 @@ def overview(db=None) -> dict:
         columns = {r[1] for r in q("pragma table_info(measurements)")}
         alone = dict(q("select env_id, count(distinct problem_key) from measurements where alone = 1 group by env_id")
                      if "alone" in columns else [])    # schema 6
+        mixed = dict(q("select env_id, count(distinct problem_key) from measurements where max_kv_len > kv_len "
+                       "and status = 'ok' group by env_id") if "max_kv_len" in columns else [])
         for e in envs:
             e["measurements"] = by_env.get(e["id"], {})
+            e["mixed_batches"] = mixed.get(e["id"], 0)
             e["shapes_measured_alone"] = alone.get(e["id"], 0)
             e["winners"] = q("select count(*) from winners where env_id = ?", e["id"])[0][0]
             e["coverage"] = [dict(r) for r in q(

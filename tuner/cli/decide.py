@@ -32,7 +32,8 @@ def decide(
                                                              "alike)")] = None,
     seq_lens: Annotated[Optional[str], typer.Option(help="every request's KV tokens, comma-separated: the batch "
                                                          "size, mean, longest and balance come from them")] = None,
-    q_len: Annotated[int, typer.Option()] = DEFAULTS["q_len"],
+    q_len: Annotated[Optional[int], typer.Option(help="new tokens per request (default 1 in decode; required "
+                                                      "in prefill)")] = None,
     q_dtype: Annotated[str, typer.Option()] = DEFAULTS["q_dtype"],
     kv_dtype: Annotated[str, typer.Option()] = DEFAULTS["kv_dtype"],
     out_dtype: Annotated[str, typer.Option()] = DEFAULTS["out_dtype"],
@@ -69,6 +70,10 @@ def decide(
                               **sized}.items() if v is None]
     if missing:
         raise ValueError(f"{', '.join(missing)} required (or --input FILE)")
+    if phase == "prefill" and q_len is None:        # one new token per request is rarely what was meant
+        raise ValueError("--q-len is required for prefill (the new tokens per request); pass --q-len 1 for one "
+                         "new token")
+    q_len = DEFAULTS["q_len"] if q_len is None else q_len
     fields = dict(phase=phase, num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
                   page_size=page_size, q_len=q_len, q_dtype=q_dtype, kv_dtype=kv_dtype, out_dtype=out_dtype,
                   causal=causal, window_left=window_left, has_sinks=has_sinks)
@@ -86,8 +91,10 @@ def decide(
         return
     us = f"{dec.expected_us:.1f} us" if dec.expected_us is not None else "no estimate"
     out.print(f"[bold]{escape(dec.pipeline)}[/] on {escape(dec.device)} ({dec.source}, {us})", highlight=False)
-    out.print(f"  quantize query to {dec.q_dtype}: {dec.q_quant}   fused FP8 output: {dec.fused_out_quant}   "
-              f"separate out-quant: {dec.out_quant}", highlight=False)
+    query = f"quantized to {dec.q_dtype}" if dec.q_quant else f"{dec.q_dtype}, as given"
+    output = "written as FP8 by the kernel" if dec.fused_out_quant else (
+        "quantized to FP8 after it" if dec.out_quant else "as the kernel writes it")
+    out.print(f"  query: {query}   output: {output}", highlight=False)
     out.print(f"  why: {escape(dec.reason)}", highlight=False, soft_wrap=True)
 
 
@@ -116,11 +123,13 @@ def show(db: Db = None, as_json: Annotated[bool, typer.Option("--json")] = False
         return
     out.print(f"{info['db']}: {info['measurements']} measurements, {info['winners']} winners", soft_wrap=True)
     for e in info["environments"]:
+        extra = "".join(f", {n} {what}" for key, what in (("mixed_batches", "mixed-length batches"),
+                                                          ("shapes_measured_alone", "shapes measured alone "
+                                                                                    "(--problems, misses)"))
+                        if (n := e.get(key)))
         out.print(f"[bold]#{e['id']} {e['device_name']}[/] ({e['timing_mode']}, torch {e['torch']}, "
                   f"flashinfer {e['flashinfer'] or '-'}): {_counts(e['measurements'])} measurements, "
-                  f"{e['winners']} winners" + (f", {n} shapes measured alone (--problems, misses)"
-                                               if (n := e.get("shapes_measured_alone")) else ""),
-                  highlight=False, soft_wrap=True)
+                  f"{e['winners']} winners{extra}", highlight=False, soft_wrap=True)
         for c in e["coverage"]:
             out.print(f"   {c['phase']:7s} {c['num_qo_heads']}/{c['num_kv_heads']} page {c['page_size']} "
                       f"{c['kv_dtype']}/{c['out_dtype']}: {c['buckets']} buckets, batch "
