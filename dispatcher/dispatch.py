@@ -11,7 +11,7 @@ from .measurements import borrowing, held_elsewhere, read_rows, read_table, tabl
 from .pipeline import Pipeline, candidates
 from .policy import max_relerr as relerr_budget
 from .predictor import FittedModel, Predictor, PredictorConfig
-from .problem import AttentionProblem
+from .problem import CELLS_PER_OCTAVE, AttentionProblem
 from .registry import KernelSpec, ineligible_kernels, load_registry, tactic_reasons
 from .rules import DEFAULT_RULE, RULES, rule_pick
 from .schema import StoreError
@@ -156,11 +156,12 @@ class Dispatcher:
                 elif n := model.alone_corrections(p):
                     where += f", scaled by the error at the {f'{n} nearest shapes' if n > 1 else 'nearest shape'} " \
                              "measured alone"
-                return self._from_ranking(ranking, "learned", budget, where + lent(p, False))
+                where += beyond_measured(table, p) + lent(p, False)
+                return self._from_ranking(ranking, "learned", budget, where)
         for near in model.neighbours(p):
             ranking = rank(table.timings(near), budget, pick.id, allowed)
             if ranking is not None:
-                where = f"nearest measured shape {_sizes(near)}{lent(near, True)}"
+                where = f"nearest measured shape {_sizes(near)}{beyond_measured(table, p)}{lent(near, True)}"
                 return self._from_ranking(ranking, "nearest", budget, where)
         over = sorted(t.pipeline.id for t in here if t.relerr is not None and t.relerr > budget)
         if over:
@@ -203,6 +204,26 @@ class Dispatcher:
                         expected_us=us, source=source, device=self.device.name, reason=why,
                         pipeline=pipe.id, tactic=pipe.tactic, q_quant=pipe.q_quant,
                         out_quant=pipe.out_quant, relerr=relerr)
+
+
+def beyond_measured(table: Table, p: AttentionProblem) -> str:
+    """A note where p's sizes lie outside those its family was measured at (by more than the decision lattice's
+    step), so an estimate there reads as the extrapolation it is; "" inside."""
+    cells = table.by_family.get(p.family(), [])
+    out = []
+    for name in ("batch_size", "q_len", "kv_len", "max_kv_len"):
+        if name == "max_kv_len" and p.max_kv_len == p.kv_len:
+            continue
+        sizes = [getattr(c, name) for c in cells]
+        lo, hi, v = min(sizes, default=0), max(sizes, default=0), getattr(p, name)
+        if hi and v > hi * LATTICE_STEP:
+            out.append(f"{name} {v} over the {hi} measured at most")
+        elif hi and v * LATTICE_STEP < lo and name != "max_kv_len":      # kv_len's note says it
+            out.append(f"{name} {v} under the {lo} measured at least")
+    return f" (extrapolated: {'; '.join(out)})" if out else ""
+
+
+LATTICE_STEP = 2 ** (1 / CELLS_PER_OCTAVE)     # a size within a cell of the measured ones is among them
 
 
 def _sizes(p: AttentionProblem) -> str:

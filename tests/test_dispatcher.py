@@ -3,7 +3,7 @@ import sys
 
 import pytest
 
-from dispatcher import load
+from dispatcher import AttentionProblem, load
 from dispatcher.device import H200
 from dispatcher.dispatch import Dispatcher
 from dispatcher.pipeline import Pipeline
@@ -183,3 +183,18 @@ def test_prefill_between_keep_lets_the_rule_stand_at_an_unmeasured_prefill_batch
     four = PredictorConfig(prefill_between_keep=4)
     assert Dispatcher(faster(0.9), H200, predictor=four).choose(between).kernel == "fa2"
     assert Dispatcher(faster(0.7), H200).choose(between).kernel == "fa2"
+
+
+def test_an_estimate_beyond_the_measured_sizes_says_it_is_extrapolated():
+    # a batch 4x past the shipped grid's largest read "from measured neighbours"; the note names the cell's
+    # sizes, as the rest of the reason does (40000 new tokens are the cell of 39937)
+    shipped = load(ROOT / "heuristics.db", "NVIDIA H200")
+    far = AttentionProblem(phase="decode", num_qo_heads=40, num_kv_heads=8, batch_size=2000, kv_len=1000)
+    dec = shipped.choose(far)
+    assert dec.source == "learned" and "(extrapolated: batch_size 2000 over the 512 measured at most)" in dec.reason
+    near = shipped.choose(far.with_sizes(batch_size=200))
+    assert near.source == "learned" and "extrapolated" not in near.reason
+    long_prefill = AttentionProblem(phase="prefill", num_qo_heads=40, num_kv_heads=8, batch_size=2, q_len=40000,
+                                    kv_len=40000)
+    why = shipped.choose(long_prefill).reason
+    assert "(extrapolated: q_len 39937 over the 8192 measured at most; kv_len 39937 over the 32768" in why
