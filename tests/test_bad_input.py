@@ -66,6 +66,13 @@ def test_read_only_directory_reads_and_refuses_writes(swept_db, tmp_path):
         os.chmod(ro, stat.S_IRWXU)
 
 
+def test_a_database_in_a_missing_directory_is_named_as_such(tmp_path):
+    # it was reported as read-only
+    one_line_error(tuner("sweep", "--quick", "--db", str(tmp_path / "nodir" / "x.db")),
+                   f"its directory {tmp_path / 'nodir'} does not exist")
+    assert not (tmp_path / "nodir").exists()
+
+
 def test_bad_flags_are_one_line(tmp_path):
     one_line_error(tuner("decide", "--batch-size", "lots"), "Invalid value for '--batch-size'")
     one_line_error(tuner("sweep", "--no-such-flag"), "No such option: --no-such-flag")

@@ -71,3 +71,15 @@ def test_measuring_mixed_batches_leaves_the_uniform_hold_out_as_it_was(tmp_path)
     for cfg, ms in runs["without"].items():
         assert runs["with"][cfg]["learned"]["n"] == ms["learned"]["n"]
         assert math.isclose(runs["with"][cfg]["learned"]["regret_geomean"], ms["learned"]["regret_geomean"])
+
+
+def test_evaluate_offgrid_on_another_devices_set_names_both_ways_to_score_it(swept_db, tmp_path):
+    # the CPU's decisions asked of an H200 set: the hint named only --measured-on (the CPU's choices on H200 times)
+    import lzma
+    h200_set = tmp_path / "offgrid4.db"
+    h200_set.write_bytes(lzma.decompress((ROOT / "benchmarks/results/h200-offgrid4-waves/offgrid4.db.xz").read_bytes()))
+    r = subprocess.run([sys.executable, "-m", "tuner", "evaluate", "--db", str(swept_db[0]), "--device", "cpu",
+                        "--offgrid", str(h200_set)], capture_output=True, text=True)
+    said = " ".join(r.stderr.split())
+    assert r.returncode == 2 and "it holds NVIDIA H200 (--device NAME with a --db that holds it: that device's " \
+        "decisions on its own times; --measured-on NAME: these decisions on its times)" in said, r.stderr

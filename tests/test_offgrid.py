@@ -135,7 +135,8 @@ def test_evaluate_offgrid_scores_the_decisions_on_measured_off_grid_shapes(swept
     with sqlite3.connect(off) as conn:
         conn.execute("update environments set device_name = 'CPU of another host'")
     other = tuner("evaluate", "--db", str(swept_db[0]), "--device", "cpu", "--offgrid", str(off), "--json")
-    assert other.returncode == 2 and "it holds CPU of another host (pass --measured-on NAME" in other.stderr
+    assert other.returncode == 2 and "it holds CPU of another host (--device NAME with a --db that holds it: " \
+        in other.stderr and "--measured-on NAME: these decisions on its times" in other.stderr
     r = tuner("evaluate", "--db", str(swept_db[0]), "--device", "cpu", "--offgrid", str(off), "--json",
               "--predictor-config", str(cfg), "--measured-on", "CPU of another host")
     assert r.returncode == 0, r.stderr[-2000:]

@@ -69,6 +69,9 @@ class Store:
         self.path = default_path(db)
         if self.path.is_dir():
             raise StoreError(f"{self.path} is a directory; give --db a file path such as heuristics.db")
+        if not self.path.parent.is_dir():
+            raise StoreError(f"{self.path} cannot be created: its directory {self.path.parent} does not exist; "
+                             "create it, or give --db a path in an existing one")
         try:
             self.db = sqlite_utils.Database(sqlite3.connect(str(self.path), timeout=30, isolation_level=None))
             self.db.execute("pragma busy_timeout = 30000")

@@ -132,8 +132,9 @@ def evaluate_offgrid(db, offgrid_db, device: str | None = None, methods=("learne
     measured = measured_problems(read_rows(offgrid_db, truth, default_timing_mode(truth)))
     if not measured:
         held = store.device_names(offgrid_db)
-        hint = (f"; it holds {', '.join(held)}" + ("" if measured_on else " (pass --measured-on NAME to score on "
-                                                                            "another device's times)") if held else "")
+        ways = (" (--device NAME with a --db that holds it: that device's decisions on its own times; "
+                "--measured-on NAME: these decisions on its times)")
+        hint = f"; it holds {', '.join(held)}" + ("" if measured_on else ways) if held else ""
         raise ValueError(f"no ok measurements for {truth.name} in {path}{hint}")
     if any(p.skew > 1 for p in measured):         # a mixed-length set: also as the rules key a batch
         methods = (*methods, *(m for m in KEYED if m not in methods))
