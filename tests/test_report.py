@@ -15,6 +15,7 @@ def test_report_writes_heatmaps_the_page_embeds(swept_db, tmp_path):
                        capture_output=True, text=True, check=True)
     page = out / "index.html"
     assert r.stdout.strip() == str(page)
+    assert r.stderr.startswith("[1/") and "decode 8/2 pg16 kv=bf16 out=bf16" in r.stderr   # a line per configuration
     text = page.read_text()
     pngs = sorted(p.name for p in out.glob("*.png"))
     assert pngs and sorted(re.findall(r'src="([^"]+)"', text)) == pngs
@@ -71,3 +72,15 @@ def test_winner_maps_say_what_their_short_names_are():
     from tuner.analysis.report import winner_maps
     first = winner_maps(ROOT / "heuristics.db", "NVIDIA H200").splitlines()[0]
     assert "XQA = trtllm-xqa" in first and "TC = fa2-tc" in first and "FMHAv2 = trtllm-fmha-v2" in first
+
+
+def test_winner_maps_give_each_column_its_own_label_and_a_mixed_batch_its_longest_request():
+    # 1024 and 1448 were both "1k"; a mixed batch's longest requests (8k-32k at one mean) shared one column
+    from tests.conftest import ROOT
+    from tuner.analysis.report import kv_label, winner_maps
+    assert [kv_label(n) for n in (512, 1024, 1448, 23170, 131072)] == ["512", "1k", "1.41k", "22.6k", "128k"]
+    lines = winner_maps(ROOT / "heuristics.db", "NVIDIA H200").splitlines()
+    header = {name: lines[lines.index(f"**{name}**") + 2].strip("| ").split(" | ")
+              for name in ("decode 40/8 pg16 kv=fp8 out=fp8 mixed", "decode 40/8 pg16 kv=bf16 out=bf16")}
+    assert all(len(cols) == len(set(cols)) for cols in header.values()), header
+    assert {"1k/8k", "1k/16k", "1k/32k"} <= set(header["decode 40/8 pg16 kv=fp8 out=fp8 mixed"])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 from dispatcher.policy import max_relerr
@@ -15,7 +16,7 @@ from dispatcher.rules import DEFAULT_RULE, rule_pick
 from dispatcher.store import default_path
 
 from .evaluate import config_of, load_table
-from .report import short
+from .report import kv_column, kv_label, short
 
 TITLES = {"winner": "fastest accurate pipeline (·f: fused FP8 out)",
           "speedup": f"best pipeline vs the {DEFAULT_RULE} rule's pick",
@@ -24,7 +25,7 @@ TITLES = {"winner": "fastest accurate pipeline (·f: fused FP8 out)",
 
 def _axes(b):
     row = f"b={b.batch_size}" if b.phase == "decode" else f"b={b.batch_size} q={b.q_len}"
-    return (b.batch_size, b.q_len, row), b.kv_len
+    return (b.batch_size, b.q_len, row), kv_column(b)
 
 
 def collect(table, dev, rule: str = DEFAULT_RULE) -> dict[str, dict]:
@@ -53,16 +54,13 @@ def _grid(cells: dict):
     return rows, cols
 
 
-def _kv(n: int) -> str:
-    return f"{n // 1024}k" if n >= 1024 else str(n)
-
-
 def heatmap(cells: dict, what: str, title: str, path: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.colors import ListedColormap
     rows, cols = _grid(cells)
+    mixed = any(isinstance(c, tuple) for c in cols)
     fig, ax = plt.subplots(figsize=(1.0 + 0.62 * len(cols), 0.9 + 0.34 * len(rows)))
     if what == "winner":
         names = sorted({v[0] for v in cells.values()})
@@ -82,17 +80,19 @@ def heatmap(cells: dict, what: str, title: str, path: Path) -> None:
         labels = {(i, j): f"{m[i][j]:.2f}" for i in range(len(rows)) for j in range(len(cols)) if m[i][j] == m[i][j]}
     for (i, j), s in labels.items():
         ax.text(j, i, s, ha="center", va="center", fontsize=6, color="white" if what == "winner" else "black")
-    ax.set_xticks(range(len(cols)), [_kv(c) for c in cols], fontsize=7)
+    ax.set_xticks(range(len(cols)), [kv_label(c) for c in cols], fontsize=7, rotation=90 if mixed else 0)
     ax.set_yticks(range(len(rows)), [r[2] for r in rows], fontsize=7)
-    ax.set_xlabel("kv_len")
+    ax.set_xlabel("kv_len: mean/longest request" if mixed else "kv_len")
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
-def write_report(db, device: str | None, out_dir: str | Path) -> Path:
-    """Writes the PNGs and index.html into out_dir; returns the page's path."""
+def write_report(db, device: str | None, out_dir: str | Path,
+                 progress: Callable[[int, int, str], None] | None = None) -> Path:
+    """Writes the PNGs and index.html into out_dir; returns the page's path. `progress(done, of, configuration)`
+    is called before each configuration's maps are drawn."""
     table, dev = load_table(db, device)
     data = collect(table, dev)
     if not data:
@@ -103,7 +103,9 @@ def write_report(db, device: str | None, out_dir: str | Path) -> Path:
              f"<p>SM {dev.sm}, {dev.sm_count} SMs, {dev.memory_bytes / 2**30:.0f} GiB; {len(table)} measured problem "
              f"sizes. Speedup: the fastest accurate pipeline vs the {DEFAULT_RULE} rule's pick, measured on the same "
              "shape. Fused FP8-out gain: best unfused (separate quant) over best fused pipeline.</p>"]
-    for cfg in sorted(data):
+    for i, cfg in enumerate(sorted(data)):
+        if progress:
+            progress(i, len(data), cfg)
         cells = data[cfg]
         slug = cfg.replace(" ", "_").replace("/", "-").replace("=", "")
         sp = [v[1] for v in cells.values() if v[1]]

@@ -204,7 +204,10 @@ def report(db: Db = None, device: AnalysedDev = None,
     _need_matplotlib("tuner report --out")
     _writable_dir("--out", out_dir)
     from ..analysis.plots import write_report
-    print(write_report(db, device, out_dir))
+
+    def drawing(done: int, of: int, cfg: str) -> None:
+        err.print(f"[{done + 1}/{of}] {escape(cfg)}", highlight=False)
+    print(write_report(db, device, out_dir, progress=drawing))
 
 
 def _need_matplotlib(what: str) -> None:
