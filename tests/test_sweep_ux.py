@@ -84,6 +84,24 @@ def test_ctrl_c_keeps_what_finished_says_so_and_a_rerun_resumes(tmp_path):
     assert total > kept and won == total
 
 
+def test_a_logged_sweep_says_each_problem_and_stops_on_sigterm_as_on_ctrl_c(tmp_path):
+    # into a file (nohup, CI) the bar drew only at the end: 0 bytes after 30 s; `kill` or `timeout` left a traceback
+    db, log = tmp_path / "h.db", tmp_path / "sweep.log"
+    args = [sys.executable, "-m", "tuner", "sweep", "--device", "cpu", "--quick", "--phases", "decode", "--db", str(db)]
+    with open(log, "w") as out:
+        proc = subprocess.Popen(args, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        end = time.time() + 240
+        while _rows(db) < 2 and time.time() < end and proc.poll() is None:
+            time.sleep(0.2)
+        text = log.read_text()
+        assert re.search(r"^1/\d+ eta \S+ decode b=\d+ q=1 kv=\d+ bf16/bf16 -> torch-sdpa", text, re.M), text
+        proc.send_signal(signal.SIGTERM)             # the process alone, as kill and timeout send it
+        proc.wait(timeout=120)
+    text = log.read_text()
+    assert proc.returncode == 130 and "interrupted: what finished is stored; rerun the same command to resume" in text
+    assert "Traceback" not in text and "BrokenPipeError" not in text, text
+
+
 def test_inaccurate_pipelines_are_named_and_measured_again_with_retry_failed(tmp_path):
     f = tmp_path / "p.jsonl"
     f.write_text(json.dumps(small().to_dict()) + "\n")

@@ -1,6 +1,7 @@
 """tuner sweep: on this host, on several GPUs (--devices) or over Ray (--ray)."""
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Annotated, Optional
@@ -204,7 +205,7 @@ def _devices_sweep(req, problems, db, opts, spec: str) -> None:
                 bar.start_task(t)
 
         def tick(o, name):
-            _advance(bar, total, o)
+            _advance(bar, total, o, now=_outcome_line(o))
             if name is not None:             # None: measured before, resumed
                 bar.update(per[name], advance=1, now=_outcome_line(o))
                 bar.update(per[name], each=bar.tasks[per[name]].elapsed or 0.0)
@@ -257,7 +258,12 @@ def shipped_note(db) -> str | None:
 
 @contextmanager
 def _kept_on_interrupt(bar: Progress) -> Iterator[None]:
-    """On Ctrl-C, how many problems this run stored (each as it finished), from the bar's first task."""
+    """On Ctrl-C, or SIGTERM (kill, timeout, systemd) read as one, how many problems this run stored (each as it
+    finished), from the bar's first task."""
+    def interrupt(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)      # a second one ends a sweep stuck in a kernel call
+        raise KeyboardInterrupt
+    old = signal.signal(signal.SIGTERM, interrupt)
     try:
         yield
     except KeyboardInterrupt:
@@ -268,6 +274,8 @@ def _kept_on_interrupt(bar: Progress) -> Iterator[None]:
             bar.console.print(f"{n} problem{'s' * (n != 1)} measured and stored before the interrupt"
                               + (f" ({resumed} more were measured before)" if resumed else ""), highlight=False)
         raise
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def _outcome_line(o) -> str:
@@ -279,12 +287,18 @@ def _outcome_line(o) -> str:
 
 def _advance(bar: Progress, task: TaskID, o, **fields) -> None:
     """One problem done: `resumed` counts those measured before, `first` is (elapsed, measured) at the first
-    problem measured now, from which MeasuredEta takes its rate."""
+    problem measured now, from which MeasuredEta takes its rate; `now`, its line, is also logged where the
+    console is no terminal."""
     t = bar.tasks[task]
     resumed = t.fields.get("resumed", 0) + o.resumed
     bar.update(task, advance=1, resumed=resumed, **fields)
     if not o.resumed and t.fields.get("first") is None:
         bar.update(task, first=(t.elapsed or 0.0, t.completed - resumed))
+    if not bar.console.is_terminal and fields.get("now"):    # a log (nohup, CI): the bar draws only at the end
+        eta = MeasuredEta().render(t)
+        before = " (measured before)" if o.resumed else ""
+        bar.console.print(f"{int(t.completed)}/{int(t.total) if t.total else '?'} {eta} {fields['now']}{before}",
+                          highlight=False, soft_wrap=True)
 
 
 class MeasuredEta(ProgressColumn):
