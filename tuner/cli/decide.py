@@ -121,13 +121,13 @@ def show(db: Db = None, as_json: Annotated[bool, typer.Option("--json")] = False
     if as_json:
         print(json.dumps(info, default=str))
         return
-    out.print(f"{info['db']}: {info['measurements']} measurements, {info['winners']} winners", soft_wrap=True)
+    out.print(f"{escape(info['db'])}: {info['measurements']} measurements, {info['winners']} winners", soft_wrap=True)
     for e in info["environments"]:
         extra = "".join(f", {n} {what}" for key, what in (("mixed_batches", "mixed-length batches"),
                                                           ("shapes_measured_alone", "shapes measured alone "
                                                                                     "(--problems, misses)"))
                         if (n := e.get(key)))
-        out.print(f"[bold]#{e['id']} {e['device_name']}[/] ({e['timing_mode']}, torch {e['torch']}, "
+        out.print(f"[bold]#{e['id']} {escape(e['device_name'])}[/] ({e['timing_mode']}, torch {e['torch']}, "
                   f"flashinfer {e['flashinfer'] or '-'}): {_counts(e['measurements'])} measurements, "
                   f"{e['winners']} winners{extra}", highlight=False, soft_wrap=True)
         for c in e["coverage"]:
