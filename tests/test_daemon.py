@@ -61,7 +61,9 @@ def test_bounds_are_named(db):
         assert r.status_code == 422 and e["loc"] == ["body", "problems", 0] and e["type"] == "too_big"
         assert "a sweep may allocate at most 2.0 GiB per problem" in e["msg"]
         r = c.post("/v1/sweeps", json={"model": "llama4-scout", "problems": []}, headers=AUTH)
-        assert r.status_code == 422 and "not both" in r.json()["detail"][0]["msg"]
+        assert r.status_code == 422 and r.json()["detail"][0]["msg"].endswith(": both were given")
+        r = c.post("/v1/sweeps", json={"tiles": True}, headers=AUTH)      # it said "not both" for neither
+        assert r.status_code == 422 and r.json()["detail"][0]["msg"].endswith(": neither was given")
         for field, value, says in (("model", "llama5", "model 'llama5' is not a preset"),
                                    ("kv_dtypes", ["fp4"], "kv dtype 'fp4' is not supported"),
                                    ("tp", [3], "tp 3 does not divide"), ("page_sizes", [17], "page size 17")):

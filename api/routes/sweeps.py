@@ -25,7 +25,9 @@ def invalid(msg: str, loc: Loc, kind: str = "value_error") -> HTTPException:
 
 def _problems(body: SweepCreate, jobs: JobManager) -> tuple[JobKind, list[AttentionProblem]]:
     if (body.model is None) == (body.problems is None):
-        raise invalid("give either 'model' (a preset with options) or 'problems' (a list), not both", ["body"])
+        which = "neither was given" if body.model is None else "both were given"
+        raise invalid(f"give either 'model' (a preset with options, e.g. \"llama4-scout\") or 'problems' (a list): "
+                      f"{which}", ["body"])
     if body.problems is not None:
         if body.tiles:
             raise invalid("'tiles' adds sizes to a preset's grid; 'problems' are swept as given: put the sizes in "
