@@ -563,6 +563,11 @@ def test_settings_come_from_the_environment_and_bad_ones_name_the_variable():
         plugin.Settings.from_env({"SWITCHYARD_DECODE_SKEW": "0.5"})
     with pytest.raises(ValueError, match="SWITCHYARD_DECODE_KV_LEN"):
         plugin.Settings.from_env({"SWITCHYARD_DECODE_KV_LEN": "long"})
+    # accepted before, then an OverflowError at CUDA-graph capture (inf) or a problem no kernel can hold
+    for name, value in (("SWITCHYARD_DECODE_SKEW", "inf"), ("SWITCHYARD_DECODE_SKEW", "nan"),
+                        ("SWITCHYARD_DECODE_KV_LEN", "99999999999")):
+        with pytest.raises(ValueError, match=rf"\({name}\) {value} must be"):
+            plugin.Settings.from_env({name: value})
     assert plugin.Settings.from_env({}).fixed_split
     assert not plugin.Settings.from_env({"SWITCHYARD_FIXED_SPLIT": "0"}).fixed_split
     with pytest.raises(ValueError, match="SWITCHYARD_FIXED_SPLIT='maybe' is not a switch"):

@@ -6,6 +6,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ...problem import LIMITS
+
 ENV_DB = "SWITCHYARD_DB"                    # the database; unset: the entry point does nothing
 ENV_DEVICE = "SWITCHYARD_DEVICE"            # a device name in the database; unset: this host's GPU
 ENV_DECODE_KV_LEN = "SWITCHYARD_DECODE_KV_LEN"   # expected mean KV length of a decode request
@@ -24,10 +26,13 @@ class Settings:
     fixed_split: bool = True                # per step, a fixed split-KV plan where measured faster
 
     def __post_init__(self) -> None:
-        if self.decode_kv_len < 1:
-            raise ValueError(f"{ENV_DECODE_KV_LEN} {self.decode_kv_len} must be a whole number >= 1")
-        if not self.decode_skew >= 1.0:
-            raise ValueError(f"{ENV_DECODE_SKEW} {self.decode_skew} must be >= 1 (the longest request over the mean)")
+        lo, hi = LIMITS["kv_len"]           # what a problem's kv_len may be, so a capture never meets a bad one
+        if not lo <= self.decode_kv_len <= hi:
+            raise ValueError(f"decode_kv_len ({ENV_DECODE_KV_LEN}) {self.decode_kv_len} must be a whole number from "
+                             f"{lo} to {hi}")
+        if not 1.0 <= self.decode_skew <= hi / self.decode_kv_len:
+            raise ValueError(f"decode_skew ({ENV_DECODE_SKEW}) {self.decode_skew} must be from 1 (the longest request "
+                             f"over the mean) to {hi / self.decode_kv_len:g} (a longest request of {hi} tokens)")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Settings:
