@@ -87,6 +87,17 @@ def test_a_bad_line_names_itself_and_changes_nothing(swept_db, tmp_path):
         import_jsonl(dst, f)
     with pytest.raises(ValueError, match=r"not a JSONL export .*tuner export --format jsonl"):
         import_jsonl(dst, ROOT / "heuristics.db")
+    # a copy cut mid-line was blamed on the format ("is not a Switchyard measurement")
+    export_jsonl(src, f)
+    text = f.read_text()
+    f.write_text(text[: text.rindex("\n", 0, len(text) - 1) + 40])
+    n = f.read_text().count("\n") + 1
+    with pytest.raises(ValueError, match=rf"line {n} of .*m\.jsonl, its last, is cut short \(.*\): the file looks "
+                                         r"truncated; export it again \(nothing was imported\)"):
+        import_jsonl(dst, f)
+    f.write_text("batch,kv_len,us\n")                # not an export at all: not called truncated
+    with pytest.raises(ValueError, match=r"line 1 of .*m\.jsonl is not a Switchyard measurement"):
+        import_jsonl(dst, f)
     assert keys(dst) == before
     assert load(dst, "NVIDIA H200").choose(small(num_qo_heads=40, num_kv_heads=8, head_dim=128)).source == "measured"
 

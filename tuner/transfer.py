@@ -122,11 +122,17 @@ def read_export(src: Path) -> list[tuple[dict, dict]]:
     except OSError as e:
         raise ValueError(f"{src} cannot be read ({e.strerror}); {hint}") from None
     items = []
+    last = max((n for n, line in enumerate(lines, 1) if line.strip()), default=0)
     for n, line in enumerate(lines, 1):
         if line.strip():
             try:
                 items.append(_checked(json.loads(line)))
-            except (json.JSONDecodeError, ValueError) as e:
+            except json.JSONDecodeError as e:
+                if n == last and line.lstrip().startswith("{") and e.pos > 0:    # a cut copy ends mid-line
+                    raise ValueError(f"line {n} of {src}, its last, is cut short ({e.msg}, character {e.pos}): "
+                                     f"the file looks truncated; export it again (nothing was imported)") from None
+                raise ValueError(f"line {n} of {src} is not a Switchyard measurement ({e}); {hint}") from None
+            except ValueError as e:
                 raise ValueError(f"line {n} of {src} is not a Switchyard measurement ({e}); {hint}") from None
     return items
 
