@@ -24,7 +24,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=c
 noise="│\|┃\|┏\|┡\|└\|leaked\|UserWarning\|scaled_dot\|nanobind\|^ - "
 if [ -n "${TESTS:-}" ]; then
   echo "+ python3 -m pytest -m gpu $TESTS -n 0 -v -s -p no:cacheprovider" | tee $OUT/gpu-tests.log
-  timeout "${TESTS_S:-90}" python3 -m pytest -m gpu $TESTS -n 0 -v -s -p no:cacheprovider 2>&1 | grep --line-buffered -v "$noise" >> $OUT/gpu-tests.log
+  timeout -k 15 "${TESTS_S:-90}" python3 -m pytest -m gpu $TESTS -n 0 -v -s -p no:cacheprovider 2>&1 | grep --line-buffered -v "$noise" >> $OUT/gpu-tests.log
   echo "tests done at $(( $(date +%s) - t0 )) s" | tee -a $OUT/gpu-tests.log
 fi
 for step in "$@"; do
@@ -41,7 +41,7 @@ for step in "$@"; do
   # a copy of the step's rows in $OUT every 30 s: a call cut by the device's limit (which may be shorter than the
   # time boxes when the session's device time runs low) still returns what it measured, and its log so far
   python3 benchmarks/snapshot_db.py /tmp/$name.db $OUT/$name.db --every 30 & snap=$!
-  timeout "$secs" "${cmd[@]}" 2>&1 | grep --line-buffered -v "$noise" >> $OUT/$name.log
+  timeout -k 15 "$secs" "${cmd[@]}" 2>&1 | grep --line-buffered -v "$noise" >> $OUT/$name.log
   echo "exit ${PIPESTATUS[0]} at $(( $(date +%s) - t0 )) s" | tee -a $OUT/$name.log
   kill $snap 2>/dev/null; wait $snap 2>/dev/null
   python3 benchmarks/snapshot_db.py /tmp/$name.db $OUT/$name.db       # the last copy, whole
