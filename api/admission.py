@@ -18,5 +18,5 @@ def too_big(p: AttentionProblem, device: DeviceInfo) -> str | None:
     need = working_bytes(p)
     if need <= limit:
         return None
-    return (f"needs ~{need / 2**30:.1f} GiB; a sweep may allocate at most {limit / 2**30:.1f} GiB per problem "
+    return (f"needs ~{need / 2**30:.2f} GiB; a sweep may allocate at most {limit / 2**30:.2f} GiB per problem "
             f"on {device.name}")

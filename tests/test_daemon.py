@@ -1,4 +1,5 @@
 """The daemon against the real server: auth, bounds, sweep jobs, hot reload, misses."""
+import re
 import shutil
 import sqlite3
 import time
@@ -59,7 +60,13 @@ def test_bounds_are_named(db):
         r = c.post("/v1/sweeps", json=huge, headers=AUTH)
         (e,) = r.json()["detail"]              # shaped as every other 422: where, what, which kind
         assert r.status_code == 422 and e["loc"] == ["body", "problems", 0] and e["type"] == "too_big"
-        assert "a sweep may allocate at most 2.0 GiB per problem" in e["msg"]
+        assert "needs ~" in e["msg"] and "a sweep may allocate at most 2.00 GiB per problem" in e["msg"]
+        # a preset's oversized point was "problem 21 needs ~2.0 GiB ... at most 2.0 GiB": which, and why over
+        r = c.post("/v1/sweeps", json={"model": "llama4-scout", "grid": "full", "phases": ["decode"]}, headers=AUTH)
+        (e,) = r.json()["detail"]
+        assert r.status_code == 422 and e["loc"] == ["body"] and e["type"] == "too_big", e
+        assert re.match(r"the preset's grid holds decode 40/8 heads, .*batch \d+ x kv \d+, .* which needs ~2\.\d\d "
+                        r"GiB; a sweep may allocate at most 2\.00 GiB per problem on CPU", e["msg"]), e["msg"]
         r = c.post("/v1/sweeps", json={"model": "llama4-scout", "problems": []}, headers=AUTH)
         assert r.status_code == 422 and r.json()["detail"][0]["msg"].endswith(": both were given")
         r = c.post("/v1/sweeps", json={"tiles": True}, headers=AUTH)      # it said "not both" for neither

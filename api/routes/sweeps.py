@@ -58,9 +58,11 @@ def create(body: SweepCreate, jobs: JobsDep) -> dict[str, Any]:
     kind, probs = _problems(body, jobs)
     for i, p in enumerate(probs):
         why = too_big(p, jobs.device)
-        if why is not None:
-            raise invalid(f"problem {i} {why}", ["body", "problems", i] if kind == "problems" else ["body"],
-                          "too_big")
+        if why is not None and kind == "problems":
+            raise invalid(f"problem {i} {why}", ["body", "problems", i], "too_big")
+        if why is not None:                 # a preset's point: which one, and how to leave it out
+            raise invalid(f"the preset's grid holds {p.describe()}, which {why}: narrow the grid (grid, tp, "
+                          "phases, dtypes or page_sizes) or sweep on a larger device", ["body"], "too_big")
     try:
         return jobs.submit(kind, probs).public()
     except QueueFull as e:
