@@ -298,10 +298,10 @@ class FittedModel:
         one_wave = at(batch_size=wave, kv_len=p.max_kv_len, max_kv_len=p.max_kv_len)
         # the uniform batch at the longest length: one wave of it where requests run unsplit, else all of it
         top = one_wave if full else at(batch_size=p.batch_size, kv_len=p.max_kv_len, max_kv_len=p.max_kv_len)
-        out = []
+        out, pieces = [], {k: self._planned_piece(p, k, waves) for k in {m.pipeline.kernel for m in mean.values()}}
         for pid, m in mean.items():
             t: Timing | None
-            piece = self._planned_piece(p, m.pipeline.kernel, waves)
+            piece = pieces[m.pipeline.kernel]          # one plan per kernel, however many of its pipelines
             if fixed_split(m.pipeline) and full and ((fp8 and self.config.fp8_fixed_chunks) or
                                                      (piece or p.max_kv_len) < p.max_kv_len):
                 n = min(p.max_kv_len, split_pages(m.pipeline) * p.page_size)      # one wave of its chunks
