@@ -205,9 +205,10 @@ def _devices_sweep(req, problems, db, opts, spec: str) -> None:
                 bar.start_task(t)
 
         def tick(o, name):
-            _advance(bar, total, o, now=_outcome_line(o))
+            line = _outcome_line(o)
+            _advance(bar, total, o, now=line)
             if name is not None:             # None: measured before, resumed
-                bar.update(per[name], advance=1, now=_outcome_line(o))
+                bar.update(per[name], advance=1, now=line)
                 bar.update(per[name], each=bar.tasks[per[name]].elapsed or 0.0)
         report = library.run_on_devices(probs, devs, db, mode, opts, tick, lambda m: bar.console.print(escape(m)),
                                         on_plan=planned)
