@@ -3,6 +3,7 @@ measured, and (with tune_misses) measuring the most frequent misses when idle.""
 from __future__ import annotations
 
 import contextlib
+import logging
 import queue
 import sqlite3
 import threading
@@ -28,6 +29,8 @@ JobKind = Literal["preset", "problems", "misses"]
 JobState = Literal["queued", "running", "done", "cancelled", "failed"]
 MAX_QUEUED = 4
 JOBS_KEPT = 256                             # jobs listed by GET /v1/sweeps; the oldest finished go first
+
+sweeps = logging.getLogger("switchyard.sweeps")
 TUNE_MISSES = ("off", "writers", "anyone")   # who may make the daemon measure a miss (api/main.py)
 MISSES_LOOKED_AT = 256                      # most frequent misses read to find misses_per_job admissible ones
 MISSES_BACKOFF_S = 600.0                    # after a misses job failed (a worker that cannot start, say),
@@ -86,7 +89,8 @@ class Job:
             eta = time_left(time.time() - first[0], self.done - self.resumed - first[1], total - self.done)
         return {"id": self.id, "kind": self.kind, "state": self.state, "total": total, "done": self.done,
                 "progress": self.done / total if total else 1.0, "eta_s": eta, "measured": self.measured,
-                "counts": self.counts, "error": self.error, "created_at": self.created_at,
+                "counts": self.counts, "error": self.error,
+                "cancel_requested": self.cancel.is_set() and self.state == "running", "created_at": self.created_at,
                 "started_at": self.started_at, "finished_at": self.finished_at}
 
 
@@ -171,7 +175,9 @@ class JobManager:
         from tuner.library import run_problems
         from tuner.options import SweepOptions
         from tuner.sweep import ran
-        job.state, job.started_at = "running", time.time()
+        started = time.time()
+        job.state, job.started_at = "running", started
+        sweeps.info("sweep %s (%s) started: %d problems", job.id, job.kind, len(job.problems))
 
         def tick(outcome: ProblemOutcome) -> None:
             job.resumed += outcome.resumed           # before done: a reader never sees a rate of done alone
@@ -201,6 +207,9 @@ class JobManager:
                     with contextlib.suppress(StoreError, sqlite3.DatabaseError):
                         self._forget_misses(job.problems)
         job.finished_at = time.time()
+        sweeps.log(logging.WARNING if job.state == "failed" else logging.INFO, "sweep %s %s after %.0f s: %d of %d "
+                   "problems, %d pipelines measured%s", job.id, job.state, job.finished_at - started,
+                   job.done, len(job.problems), job.measured, f" ({job.error})" if job.error else "")
 
     def _queue_misses(self) -> None:
         conn = store.open_readonly(self.db)

@@ -127,6 +127,7 @@ class SweepPublic(BaseModel):
     measured: int
     counts: dict[str, int]
     error: Optional[str]
+    cancel_requested: bool = Field(False, description="DELETE came while it ran: it stops after its current problem")
     created_at: float
     started_at: Optional[float]
     finished_at: Optional[float]

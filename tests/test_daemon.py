@@ -1,4 +1,5 @@
 """The daemon against the real server: auth, bounds, sweep jobs, hot reload, misses."""
+import logging
 import re
 import shutil
 import sqlite3
@@ -86,7 +87,8 @@ def test_bounds_are_named(db):
         assert r.status_code == 429 and "4 sweeps are already queued" in r.json()["detail"]
 
 
-def test_sweep_job_lifecycle_and_cancel(db):
+def test_sweep_job_lifecycle_and_cancel(db, caplog):
+    caplog.set_level(logging.INFO, "switchyard.sweeps")
     with in_process(db, token=TOKEN) as c:
         probs = {"problems": [small(head_dim=32, batch_size=b).to_dict() for b in (1, 2, 4)]}
         job = c.post("/v1/sweeps", json=probs, headers=AUTH).json()
@@ -96,9 +98,12 @@ def test_sweep_job_lifecycle_and_cancel(db):
         long = c.post("/v1/sweeps", json={"model": "llama4-scout"}, headers=AUTH).json()
         wait(lambda: c.get(f"/v1/sweeps/{long['id']}").json()["done"] >= 2)
         r = c.delete(f"/v1/sweeps/{long['id']}", headers=AUTH)
-        assert r.status_code == 200
+        assert r.status_code == 200 and r.json()["cancel_requested"]   # still running: it says it will stop
         final = wait(lambda: (j := c.get(f"/v1/sweeps/{long['id']}").json())["state"] == "cancelled" and j)
-        assert 2 <= final["done"] < final["total"]
+        assert 2 <= final["done"] < final["total"] and not final["cancel_requested"]
+    logged = " | ".join(r.getMessage() for r in caplog.records if r.name == "switchyard.sweeps")
+    assert f"sweep {job['id']} (problems) started: 3 problems" in logged, logged
+    assert f"sweep {job['id']} done" in logged and f"sweep {long['id']} cancelled" in logged, logged
     c = sqlite3.connect(db)
     scout = c.execute("select count(distinct problem_key) from winners where num_qo_heads = 40").fetchone()[0]
     assert scout == final["done"]                      # what was measured before the cancel is kept

@@ -72,10 +72,11 @@ def serve(host: Annotated[str, typer.Option(help="bind address (loopback by defa
     device_of(db, device)                   # a device neither here nor in the database: one line here
     app = create_app(db=db, device=device, token_file=token_file, tune_misses=policy,
                      refresh_s=refresh_s, idle_s=idle_s)
-    access = logging.getLogger("switchyard.access")
-    if not access.handlers:
-        access.addHandler(logging.StreamHandler(sys.stdout))
-    access.setLevel(logging.INFO if log_level.lower() in ("info", "debug", "trace") else logging.WARNING)
+    for name in ("switchyard.access", "switchyard.sweeps"):     # requests, and each sweep's start and end
+        logger = logging.getLogger(name)
+        if not logger.handlers:
+            logger.addHandler(logging.StreamHandler(sys.stdout))
+        logger.setLevel(logging.INFO if log_level.lower() in ("info", "debug", "trace") else logging.WARNING)
     uvicorn.run(app, host=host, port=port, log_level=log_level.lower(),
                 **uvicorn_settings(request_timeout_s, max_connections))
 
