@@ -307,7 +307,8 @@ def check_full_graphs_decide_at_capture_and_replays_keep_it(v):
     assert decode_path(v, captured) == "native" and captured.decode.wrapper.is_cuda_graph_enabled
     replay = b.build(0, batch(UNIFORM))
     assert decode_path(v, replay) == "native" and replay.decode.wrapper is captured.decode.wrapper
-    assert "longest 8192" in plugin.reasons()["decode group layers.0.attn graph bs=8"]
+    why = plugin.reasons()["decode group layers.0.attn graph bs=8"]
+    assert "longest 8185" in why and "fa2-tc" in why, why      # 8x the mean: the others hold a token each
 
 
 def check_a_replay_of_a_size_never_captured_by_the_plugin_keeps_vllms_kernel(v):
@@ -549,6 +550,18 @@ def test_the_entry_point_is_declared_and_needs_no_vllm():
     assert "vllm" not in sys.modules and plugin.installed() == []
 
 
+def test_a_missing_database_is_named_before_vllm_is_touched(tmp_path, caplog):
+    """Before: install() patched vLLM and warned only at its first decision; the entry point the same."""
+    gone = tmp_path / "heuristics.db"
+    with pytest.raises(FileNotFoundError, match=f"{gone}: no such database; point install"):
+        plugin.install(db=str(gone))
+    with patch.dict(os.environ, {"SWITCHYARD_DB": str(gone)}), caplog.at_level("WARNING", "vllm.switchyard"):
+        plugin.register()
+    assert f"{gone}: no such database" in caplog.text and "vllm" not in sys.modules and plugin.installed() == []
+    with patch.dict(os.environ, {"SWITCHYARD_DB": str(gone)}), pytest.raises(ImportError):   # never read: no check
+        plugin.install(dispatcher=Dispatcher(Table(), H200))
+
+
 def test_install_without_vllm_says_how():
     with pytest.raises(ImportError, match="vLLM is not importable here"):
         plugin.install(db=str(SHIPPED))
@@ -559,6 +572,9 @@ def test_settings_come_from_the_environment_and_bad_ones_name_the_variable():
                                   "SWITCHYARD_DECODE_SKEW": "4"})
     assert (s.db, s.decode_kv_len, s.expected_decode(8), s.expected_decode(1)) == ("x.db", 4096, (4096, 16384),
                                                                                    (4096, 4096))
+    # a batch of two cannot hold a request 4x the mean: the longest is all it can be, so it is decided
+    assert s.expected_decode(2) == (4096, 8191)
+    assert AttentionProblem(phase="decode", batch_size=2, kv_len=4096, max_kv_len=8191, **SCOUT)
     with pytest.raises(ValueError, match="SWITCHYARD_DECODE_SKEW"):
         plugin.Settings.from_env({"SWITCHYARD_DECODE_SKEW": "0.5"})
     with pytest.raises(ValueError, match="SWITCHYARD_DECODE_KV_LEN"):

@@ -11,6 +11,7 @@ import os
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ...dispatch import Dispatcher
@@ -19,7 +20,7 @@ from .decode import wrap_build, wrap_capture
 from .forward import wrap_forward, wrap_xqa
 from .fused import wrap_fused_output_quant_supported
 from .prefill import wrap_use_trtllm_attention
-from .settings import ENV_DB
+from .settings import ENV_DB, Settings
 
 # the vLLM releases whose decision points this plugin was written against and tested on (their code,
 # tests/test_vllm_plugin.py); any other is refused, never patched blindly
@@ -70,7 +71,12 @@ def check_version() -> str:
 def install(db: str | None = None, device: str | None = None, *, decode_kv_len: int | None = None,
             decode_skew: float | None = None, dispatcher: Dispatcher | None = None) -> list[str]:
     """Patch vLLM's FlashInfer decision points; returns what was patched. Idempotent. Raises ImportError
-    without vLLM and UnsupportedVllm for a vLLM version it does not know."""
+    without vLLM, UnsupportedVllm for a vLLM version it does not know and FileNotFoundError for a
+    database that is not there (every answer would stay vLLM's)."""
+    path = db or Settings.from_env().db
+    if path and not Path(path).exists() and dispatcher is None:
+        raise FileNotFoundError(f"{path}: no such database; point install(db=...) or ${ENV_DB} at a heuristics.db "
+                                "(`tuner sweep` makes one); nothing was patched")
     configure(db, device, decode_kv_len=decode_kv_len, decode_skew=decode_skew, dispatcher=dispatcher)
     if _patches:
         return installed()
@@ -120,7 +126,7 @@ def register() -> None:
         return
     try:
         done = install()
-    except UnsupportedVllm as e:
+    except (UnsupportedVllm, FileNotFoundError) as e:
         log.warning("Switchyard: %s; vLLM runs unchanged", e)
         return
     except Exception:  # noqa: BLE001 (vLLM calls plugins bare: an exception here would stop vLLM)

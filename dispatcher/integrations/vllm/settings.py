@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ...problem import LIMITS
+from ...problem import LIMITS, longest_request
 
 ENV_DB = "SWITCHYARD_DB"                    # the database; unset: the entry point does nothing
 ENV_DEVICE = "SWITCHYARD_DEVICE"            # a device name in the database; unset: this host's GPU
@@ -42,9 +42,10 @@ class Settings:
                    fixed_split=_switch(env, ENV_FIXED_SPLIT, True))
 
     def expected_decode(self, batch_size: int) -> tuple[int, int]:
-        """(mean, longest) KV length of a decode batch of this size, as configured."""
+        """(mean, longest) KV length of a decode batch of this size, as configured; the longest is at most
+        the most a batch of this size allows (its others one token each), as a batch of two may be asked."""
         mean = self.decode_kv_len
-        return mean, round(mean * self.decode_skew) if batch_size > 1 else mean
+        return mean, min(round(mean * self.decode_skew), longest_request(max(batch_size, 1), mean, 1))
 
 
 def _number(env: Mapping[str, str], name: str, default: float, whole: bool = False) -> float:
