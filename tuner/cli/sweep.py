@@ -345,7 +345,8 @@ def _print_summary(report) -> None:
     elif report.stopped_early:
         out.print("[yellow]stopped at --max-minutes; rerun the same command to resume[/]")
     unsupported = report.count("unsupported")
-    out.print(f"{len(report.outcomes)} problems, {report.measured} pipelines measured "
+    n = len(report.outcomes)
+    out.print(f"{n} problem{'s' * (n != 1)}, {report.measured} pipelines measured "
               f"({report.count('ok')} ok, {report.count('inaccurate')} inaccurate, {report.count('failed')} failed), "
               f"{unsupported} unsupported (not run; the store says why), {resumed} problem{'s' * (resumed != 1)} "
               "already measured", soft_wrap=True)
@@ -356,8 +357,8 @@ def _print_summary(report) -> None:
     for note in report.notes:
         out.print(escape(note), soft_wrap=True)
     if report.by_device:
-        out.print("per device: " + ", ".join(f"{k} {v} problems" for k, v in sorted(report.by_device.items())),
-                  soft_wrap=True)
+        by = sorted(report.by_device.items())
+        out.print("per device: " + ", ".join(f"{k} {v} problem{'s' * (v != 1)}" for k, v in by), soft_wrap=True)
     if report.seconds:
         from ..clock import stage_line
         out.print(stage_line(report.seconds), soft_wrap=True)
