@@ -6,7 +6,9 @@ Each call is timed on its own with perf_counter_ns (the timer's own cost, measur
 call, is reported and subtracted); p50 and p99 over 200k calls per case, interleaved in rounds.
 "warm" cases repeat one problem (the exact-problem dict); "new shape in a decided cell" asks a
 problem not asked before whose cell was decided (kv lengths within 4.4% of one another): the cell
-key is computed and looked up, the problem remembered."""
+key is computed and looked up, the problem remembered. Then what surrounds a lookup, timed per call
+over fewer calls: building the problem (fields, or a step's 128 seq_lens), deciding a cell never
+asked before, and the first choose() of an asked problem after a reload (Dispatcher.swap_table)."""
 from __future__ import annotations
 
 import argparse
@@ -64,12 +66,42 @@ def new_shapes_in_a_cell(d, base: dict, n: int, overhead: float) -> tuple[float,
     ts, clock = [], time.perf_counter_ns
     for i in range(n):
         p = shapes[i % len(shapes)]
-        d._cache.pop(p, None)
+        d.decided.asked.pop(p, None)
         t = clock()
         d.choose(p)
         ts.append(clock() - t)
     ts.sort()
     return (max(ts[n // 2] - overhead, 0) / 1e3, max(ts[int(n * 0.99)] - overhead, 0) / 1e3)
+
+
+def timed_once(calls: list, overhead: float) -> tuple[float, float]:
+    """p50 and p99 of calls each made once (their setup outside the timed region)."""
+    ts, clock = [], time.perf_counter_ns
+    for fn in calls:
+        t = clock()
+        fn()
+        ts.append(clock() - t)
+    ts.sort()
+    n = len(ts)
+    return (max(ts[n // 2] - overhead, 0) / 1e3, max(ts[int(n * 0.99)] - overhead, 0) / 1e3)
+
+
+def around_a_lookup(d, base: dict, overhead: float) -> dict[str, tuple[float, float]]:
+    """What a serving step pays beside the lookup: building its problem, a cell's first decision,
+    and the first choose() of an asked problem once keep_fresh has swapped in a reloaded table."""
+    lens = [1900 + 37 * (i % 29) for i in range(127)] + [16000]
+    out = {"building an AttentionProblem": timed_once(
+               [lambda k=k: AttentionProblem(**base, batch_size=12, kv_len=k) for k in range(1000, 21000)], overhead),
+           "AttentionProblem.from_seq_lens, 128 requests": timed_once(
+               [lambda: AttentionProblem.from_seq_lens(**base, seq_lens=lens)] * 5000, overhead)}
+    fresh = [AttentionProblem(**base, batch_size=b, kv_len=k) for b in range(1, 97, 5) for k in (700, 3000, 11000)]
+    out["first choose() of a cell (deciding it)"] = timed_once([lambda p=p: d.choose(p) for p in fresh], overhead)
+    t, asked = time.perf_counter(), len(d.decided.asked)
+    d.swap_table(d.table)                    # what keep_fresh does after a reload: the asked ones decided again
+    print(f"swap_table (keep_fresh's thread): {asked} asked problems decided again in "
+          f"{(time.perf_counter() - t) * 1e3:.0f} ms")
+    out["first choose() after a reload"] = timed_once([lambda p=p: d.choose(p) for p in fresh], overhead)
+    return out
 
 
 def main() -> None:
@@ -100,13 +132,14 @@ def main() -> None:
         for k, f in fns.items():
             res[k].append(percentiles(f, a.calls // 5, overhead))
         res[cell].append(new_shapes_in_a_cell(d, base, a.calls // 5, overhead))
+    res.update({k: [v] for k, v in around_a_lookup(d, base, overhead).items()})
     out = {"python": platform.python_version(), "cpu": platform.processor() or platform.machine(),
            "timer_overhead_ns": overhead, "sources": sources, "cases": {}}
     rule_p50 = statistics.median(r[0] for r in res["vllm rule (plain Python)"])
     for k, rs in res.items():
         p50, p99 = statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs)
         out["cases"][k] = {"p50_us": round(p50, 3), "p99_us": round(p99, 3), "p50_vs_rule": round(p50 / rule_p50, 2)}
-        print(f"{k:38s} p50 {p50:6.3f} us  p99 {p99:6.3f} us  ({p50 / rule_p50:.2f}x the rule)")
+        print(f"{k:44s} p50 {p50:6.3f} us  p99 {p99:6.3f} us  ({p50 / rule_p50:.2f}x the rule)")
     print(json.dumps(out))
 
 

@@ -1,6 +1,8 @@
 """Dispatcher.choose(problem) -> Decision, from a table loaded once; no I/O on the hot path."""
 from __future__ import annotations
 
+import contextlib
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,6 +21,21 @@ from .table import KEEP_RULE_SPREADS, Lent, Ranking, Table, rank
 
 CACHE_LIMIT = 65536   # distinct buckets remembered; bounded so hostile traffic cannot grow memory
 MISS_LIMIT = 4096     # distinct missed cells counted between flushes
+REDECIDE_LIMIT = 4096     # problems asked before a reload decided again before the swap, latest first
+
+Hit = tuple[Decision, AttentionProblem]     # a decision and the cell it was made for
+
+
+@dataclass(eq=False)
+class Decided:
+    """One table, the model fitted to it and the decisions made from them: swapped as one value, so a
+    choose() sees the old or the new table's decisions, never a mix. By problem as asked, by cell
+    (AttentionProblem.cell_key), and by (cell, pipelines refused by the asked problem's plan)."""
+    table: Table
+    model: FittedModel
+    asked: dict[AttentionProblem, Hit] = field(default_factory=dict)
+    cells: dict[tuple[Any, ...], Hit] = field(default_factory=dict)
+    refused: dict[tuple[Any, ...], Hit] = field(default_factory=dict)
 
 
 class Dispatcher:
@@ -30,15 +47,11 @@ class Dispatcher:
         self.device, self.rule = device, rule
         self.predictor = Predictor(predictor)
         self.registry = registry or load_registry()
-        self.table, self.model = table, self.predictor.fit(table, device, self.registry)
+        self.decided = Decided(table, self.predictor.fit(table, device, self.registry))
         relerr_budget("bf16", "bf16", max_relerr)     # a bad budget or $SWITCHYARD_MAX_RELERR fails here
         self.max_relerr = max_relerr
         self.timing_mode = timing_mode
         self.learned = learned        # False: an unmeasured cell takes the nearest measured one
-        # (decision, its cell) by problem as asked, and by cell (AttentionProblem.cell_key)
-        self._cache: dict[AttentionProblem, tuple[Decision, AttentionProblem]] = {}
-        self._cells: dict[tuple[Any, ...], tuple[Decision, AttentionProblem]] = {}
-        self._refused: dict[tuple[Any, ...], tuple[Decision, AttentionProblem]] = {}   # (cell, refused pipelines)
         self.misses: dict[AttentionProblem, int] = {}          # cells answered without a measurement
         self.db: Path | None = None                        # set by load(); used by refresh and flush
         self.elsewhere: tuple[str, ...] = ()               # set by load(): what the db holds, where none is this
@@ -48,14 +61,13 @@ class Dispatcher:
     def choose(self, problem: AttentionProblem) -> Decision:
         """The decision for a problem: a dict lookup once asked before, two once its cell has been
         decided. No I/O, no locks, no tensors, no device calls: safe inside CUDA-graph capture."""
-        hit = self._cache.get(problem)
+        decided = self.decided
+        hit = decided.asked.get(problem)
         if hit is None:
-            hit = self._cell_decision(problem)
-            if self._refuses(hit[0].kernel, hit[0].tactic, problem):     # this problem's plan would be refused
-                hit = self._without_refused(problem, hit[1])
-            if len(self._cache) >= CACHE_LIMIT:     # bounded: hostile traffic cannot grow memory,
-                self._cache = {}                    # and a full cache is not re-decided per call
-            self._cache[problem] = hit
+            hit = self._first_decision(decided, problem)
+            if len(decided.asked) >= CACHE_LIMIT:     # bounded: hostile traffic cannot grow memory,
+                decided.asked = {}                    # and a full cache is not re-decided per call
+            decided.asked[problem] = hit
         dec, cell = hit
         if dec.source != "measured":
             # by the cell's own object (an identity match, no comparison); a plain dict increment
@@ -68,36 +80,56 @@ class Dispatcher:
                 m[cell] = 1
         return dec
 
-    def _cell_decision(self, problem: AttentionProblem) -> tuple[Decision, AttentionProblem]:
+    def _first_decision(self, decided: Decided, problem: AttentionProblem) -> Hit:
+        hit = self._cell_decision(decided, problem)
+        if self._refuses(hit[0].kernel, hit[0].tactic, problem):     # this problem's plan would be refused
+            hit = self._without_refused(decided, problem, hit[1])
+        return hit
+
+    def _cell_decision(self, decided: Decided, problem: AttentionProblem) -> Hit:
         key = problem.cell_key()
-        hit = self._cells.get(key)
+        hit = decided.cells.get(key)
         if hit is None:
             cell = problem.cell()
-            hit = (self._decide(cell, problem), cell)
-            if len(self._cells) >= CACHE_LIMIT:
-                self._cells = {}
-            self._cells[key] = hit
+            hit = (self._decide(decided, cell, problem), cell)
+            if len(decided.cells) >= CACHE_LIMIT:
+                decided.cells = {}
+            decided.cells[key] = hit
         return hit
 
     def take_misses(self) -> dict[AttentionProblem, tuple[str, int]]:
         """The counts since the last call, by cell with the source that answered them."""
         taken, self.misses = self.misses, {}
-        return {c: (self._cell_decision(c)[0].source, n) for c, n in taken.items()}
+        decided = self.decided
+        return {c: (self._cell_decision(decided, c)[0].source, n) for c, n in taken.items()}
 
     def cached(self) -> int:
         """Decisions held in the caches (each is emptied when it reaches CACHE_LIMIT)."""
-        return len(self._cache) + len(self._cells) + len(self._refused)
+        d = self.decided
+        return len(d.asked) + len(d.cells) + len(d.refused)
+
+    @property
+    def table(self) -> Table:
+        return self.decided.table
+
+    @property
+    def model(self) -> FittedModel:
+        return self.decided.model
 
     @property
     def lent(self) -> Lent | None:
         """What of the table another GPU measured (dispatcher.measurements.table_for), or None."""
-        return self.table.lent
+        return self.decided.table.lent
 
     def swap_table(self, table: Table) -> None:
-        """Replace the table (the model is fitted to it first): a choose() sees the old or the new
-        table's decisions, never a mix."""
-        model = self.predictor.fit(table, self.device, self.registry)
-        self.table, self.model, self._cache, self._cells, self._refused = table, model, {}, {}, {}
+        """Replace the table. The model is fitted to it and the problems asked so far (the latest
+        REDECIDE_LIMIT) are decided from it first, here, so that the caller's next choose() of them
+        stays a lookup; then one assignment swaps it all (Decided)."""
+        new = Decided(table, self.predictor.fit(table, self.device, self.registry))
+        for problem in list(self.decided.asked)[-REDECIDE_LIMIT:]:
+            with contextlib.suppress(LookupError):      # no kernel: its next choose() raises it again
+                new.asked[problem] = self._first_decision(new, problem)
+        self.decided = new
 
     # -- off the fast path: once per cell ----------------------------------------------
     def _refuses(self, kernel: str, tactic: Any, problem: AttentionProblem) -> bool:
@@ -105,21 +137,21 @@ class Dispatcher:
         spec = self.registry.get(kernel)
         return bool(spec and tactic and tactic_reasons(spec, dict(tactic), problem, self.device))
 
-    def _without_refused(self, problem: AttentionProblem, cell: AttentionProblem) -> tuple[Decision, AttentionProblem]:
+    def _without_refused(self, decided: Decided, problem: AttentionProblem, cell: AttentionProblem) -> Hit:
         """The cell's decision among the pipelines whose tactic `problem` can plan (registry.tactic_reasons),
         decided once per cell and set of refused pipelines."""
         refused = frozenset(c.id for c in candidates(self.registry, cell, self.device)
                             if self._refuses(c.kernel, c.tactic, problem))
         key = (problem.cell_key(), refused)
-        hit = self._refused.get(key)
+        hit = decided.refused.get(key)
         if hit is None:
-            hit = (self._decide(cell, problem, refused), cell)
-            if len(self._refused) >= CACHE_LIMIT:
-                self._refused = {}
-            self._refused[key] = hit
+            hit = (self._decide(decided, cell, problem, refused), cell)
+            if len(decided.refused) >= CACHE_LIMIT:
+                decided.refused = {}
+            decided.refused[key] = hit
         return hit
 
-    def _decide(self, p: AttentionProblem, asked: AttentionProblem | None = None,
+    def _decide(self, decided: Decided, p: AttentionProblem, asked: AttentionProblem | None = None,
                 refused: frozenset[str] = frozenset()) -> Decision:
         """The decision for cell `p` (AttentionProblem.cell); `asked`, the problem as the caller gave
         it, is named in messages; `refused`: pipelines left out (tactics `asked` cannot plan)."""
@@ -131,7 +163,7 @@ class Dispatcher:
                                           ineligible_kernels(self.registry, p, self.device).items()))
         allowed = {c.id for c in cands}
         budget = relerr_budget(p.kv_dtype, p.out_dtype, self.max_relerr)
-        table, model = self.table, self.model       # one table and what of it was lent, whatever a refresh does
+        table, model = decided.table, decided.model
         lent = table.lent.note if table.lent else (lambda cell, measured: "")
         mine = table.own_timings(p)                 # this device's own cell in a lent family
         here = mine or table.timings(p)
@@ -172,7 +204,7 @@ class Dispatcher:
             why = f"no database {self.db.name!r} (see --db / $SWITCHYARD_DB); rule {self.rule} picks {pick.id}"
         elif self.rule_only:                            # `tuner decide --db none`
             why = f"no database (--db none, rule_only): rule {self.rule} picks {pick.id}"
-        elif not self.table and self.elsewhere:         # the likelier mistake: the host asked, another GPU's db
+        elif not table and self.elsewhere:         # the likelier mistake: the host asked, another GPU's db
             why = (f"{self.db.name if self.db else 'the database'} holds no measurements of {self.device.name} "
                    f"timed in {self.timing_mode} mode, only of {', '.join(self.elsewhere)} (name that device); rule "
                    f"{self.rule} picks {pick.id}")

@@ -198,3 +198,17 @@ def test_an_estimate_beyond_the_measured_sizes_says_it_is_extrapolated():
                                     kv_len=40000)
     why = shipped.choose(long_prefill).reason
     assert "(extrapolated: q_len 39937 over the 8192 measured at most; kv_len 39937 over the 32768" in why
+
+
+def test_a_reload_decides_the_asked_problems_before_the_swap_not_on_the_next_choose(monkeypatch):
+    """keep_fresh's swap_table: before, it emptied the caches, so each asked problem's next choose() decided
+    its cell again on the hot path (~4 ms each here); now they are decided in swap_table from the new table."""
+    p = small(**SCOUT, kv_dtype="fp8", out_dtype="bf16")
+    xqa = Pipeline("trtllm-xqa", "bf16", "fp8", "bf16", tactic=(("enable_pdl", True),))
+    fa2 = Pipeline("fa2-tc", "bf16", "fp8", "bf16", tactic=(("fixed_split_size", 0),))
+    d = Dispatcher(fixture_table([(p, [(xqa, 10.0), (fa2, 30.0)])]), H200)
+    assert d.choose(p).pipeline == xqa.id
+    d.swap_table(fixture_table([(p, [(xqa, 30.0), (fa2, 10.0)])]))
+    monkeypatch.setattr(d, "_decide", lambda *a, **k: pytest.fail("decided on the hot path after a reload"))
+    dec = d.choose(p)
+    assert dec.pipeline == fa2.id and dec.expected_us == 10.0 and d.table is d.decided.table

@@ -96,7 +96,8 @@ def expected_times(answers: Answers, fields: dict[str, Any]) -> tuple[list[float
     batch where both are known."""
     fused, separate = [], []
     d = answers.dispatcher()
-    table, model = d.table, d.model        # once: a refresh mid-loop must not mix two tables
+    decided = d.decided                    # once: a refresh mid-loop must not mix two tables
+    table, model = decided.table, decided.model
     for batch in EXPECTED_BATCHES:
         mean, longest = answers.settings.expected_decode(batch)
         cell = AttentionProblem(**fields, batch_size=batch, kv_len=mean, max_kv_len=longest).cell()
