@@ -58,8 +58,6 @@ def plain_query(query: bytes) -> tuple[AttentionProblem, str | None] | None:
             args[k] = v
         else:
             return None
-    if args.get("phase") == "prefill" and "q_len" not in args:
-        return None                                   # the route says q_len is required
     try:
         return AttentionProblem(**args), device
     except (ProblemError, TypeError):

@@ -39,7 +39,9 @@ class ProblemIn(BaseModel):
                                           "and kv_balance come from them (any also given must agree)")
     q_len: Optional[int] = Field(None, description=_range("q_len", "new tokens per request") + "; default 1 in "
                                  "decode, required in prefill")
-    q_dtype: str = DEFAULTS["q_dtype"]
+    q_dtype: str = Field(DEFAULTS["q_dtype"], description="the query's dtype as the model gives it (default: fp16 "
+                         "where kv_dtype or out_dtype is fp16, else bf16); a decision's q_dtype is what its kernel "
+                         "reads")
     kv_dtype: str = DEFAULTS["kv_dtype"]
     out_dtype: str = DEFAULTS["out_dtype"]
     causal: bool = DEFAULTS["causal"]

@@ -61,12 +61,8 @@ def _int(field: str, value: Any) -> int:
 
 
 def _flag(field: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    if str(value).lower() in ("true", "1", "yes"):
-        return True
-    if str(value).lower() in ("false", "0", "no"):
-        return False
+    if isinstance(value, bool) or str(value).lower() in ("true", "1", "yes", "false", "0", "no"):
+        return value if isinstance(value, bool) else str(value).lower() in ("true", "1", "yes")
     raise ProblemError(field, f"{field} {value!r} is not a boolean; use true or false")
 
 
@@ -141,8 +137,8 @@ class AttentionProblem:
     batch_size: int
     kv_len: int
     max_kv_len: int = 0                 # 0 (or None): kv_len, every request alike
-    q_len: int = 1
-    q_dtype: str = "bf16"
+    q_len: int = 0                      # 0 (or None): 1 for decode; a prefill must say
+    q_dtype: str = ""                   # "" (or None): the model's, fp16 where kv or out is, else bf16
     kv_dtype: str = "bf16"
     out_dtype: str = "bf16"
     causal: bool = True
@@ -162,6 +158,13 @@ class AttentionProblem:
             put("phase", str(self.phase).strip().lower())
         if self.max_kv_len in (0, None):
             put("max_kv_len", self.kv_len)
+        if self.q_len is None or (type(self.q_len) is int and self.q_len == 0):   # one token per prefill: rarely meant
+            if self.phase == "prefill":
+                raise ProblemError("q_len", "q_len is required for prefill (the new tokens per request; 1 for one)")
+            put("q_len", 1)
+        if self.q_dtype in ("", None):                # an fp16 model's query is fp16, not bf16
+            put("q_dtype", "fp16" if "fp16" in {_dtype(f, getattr(self, f)) for f in ("kv_dtype", "out_dtype")}
+                else "bf16")
         for f in LIMITS:
             put(f, _int(f, getattr(self, f)))
         for f in ("q_dtype", "kv_dtype", "out_dtype"):
@@ -179,8 +182,8 @@ class AttentionProblem:
                                "the new tokens too, so kv_len >= q_len")
         longest = longest_request(self.batch_size, self.kv_len, self.q_len)
         if not self.kv_len <= self.max_kv_len <= longest:
-            hint = (" (a uniform batch: leave max_kv_len out, or 0; in Python, dataclasses.replace keeps the old "
-                    "max_kv_len: change sizes with with_sizes())" if self.max_kv_len < self.kv_len else "")
+            low = self.max_kv_len < self.kv_len       # e.g. dataclasses.replace(kv_len=) kept the old max
+            hint = " (a uniform batch: leave max_kv_len out, or 0; in Python, with_sizes())" if low else ""
             raise ProblemError("max_kv_len", f"max_kv_len {self.max_kv_len} is out of range for batch_size "
                                f"{self.batch_size} x kv_len {self.kv_len}; the longest request holds from kv_len "
                                f"(the mean) to {longest} tokens (all but q_len per other request){hint}")
@@ -243,15 +246,12 @@ class AttentionProblem:
     # computed once: the dispatcher's caches hash and compare problems on every call, often a new but
     # equal object each time (the dataclass's own __eq__ built two 14-tuples per comparison)
     def __hash__(self) -> int:
-        h: int = self.__dict__["_hash"]
-        return h
+        return self.__dict__["_hash"]  # type: ignore[no-any-return]
 
     def __eq__(self, other: object) -> bool:
-        if other is self:
-            return True
         if not isinstance(other, AttentionProblem):
             return NotImplemented
-        same: bool = self.__dict__["_fields"] == other.__dict__["_fields"]
+        same: bool = other is self or self.__dict__["_fields"] == other.__dict__["_fields"]
         return same
 
     # -- derived ---------------------------------------------------------------
@@ -281,7 +281,7 @@ class AttentionProblem:
             lens = [_int("kv_len", n) for n in seq_lens]
         except ProblemError as e:
             raise ProblemError("seq_lens", f"seq_lens: a request's {e}") from None
-        q = _int("q_len", fields.get("q_len", 1))
+        q = _int("q_len", fields.get("q_len") or 1)        # a prefill without it: the problem says so below
         if min(lens) < q:     # checked first: the sizes' own range errors would hide which request it is
             raise ProblemError("seq_lens", f"request {lens.index(min(lens)) + 1} has {min(lens)} KV tokens, fewer "
                                            f"than q_len {q}: a request's KV length includes its new tokens")

@@ -47,7 +47,7 @@ def test_a_prefill_without_q_len_is_422_naming_q_len(client):
     prefill = {k: v for k, v in q(phase="prefill", q_len=64, kv_len=64).items() if k != "q_len"}
     r = client.get("/v1/decision", params=prefill)
     assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["query", "q_len"]
-    assert r.json()["detail"][0]["msg"].startswith("q_len is required for prefill (the new tokens per request)")
+    assert r.json()["detail"][0]["msg"] == "q_len is required for prefill (the new tokens per request; 1 for one)"
     r = client.post("/v1/decisions", json={"problems": [q(), prefill]})
     assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "problems", 1, "q_len"]
     assert client.get("/v1/decision", params={**prefill, "q_len": 64}).status_code == 200

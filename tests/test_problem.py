@@ -85,3 +85,29 @@ def test_a_sweep_takes_phases_and_dtypes_spelled_as_a_problems_are():
     assert (r.phases, r.kv_dtypes, r.out_dtypes) == (("decode",), ("fp8", "bf16"), ("bf16",))
     with pytest.raises(ValueError, match="phase 'train' is not supported; use decode, prefill"):
         SweepRequest(phases=("Train",))
+
+
+def test_python_refuses_a_prefill_without_q_len_as_rest_and_the_cli_do():
+    """Before: AttentionProblem(phase="prefill", ...) without q_len was decided as one new token per request."""
+    with pytest.raises(ProblemError, match=r"q_len is required for prefill \(the new tokens per request; 1 for one\)"):
+        AttentionProblem(phase="prefill", num_qo_heads=40, num_kv_heads=8, batch_size=2, kv_len=1900)
+    with pytest.raises(ProblemError, match="q_len is required for prefill"):
+        AttentionProblem.from_seq_lens(phase="prefill", num_qo_heads=40, num_kv_heads=8, seq_lens=[1900, 300])
+    one = AttentionProblem(phase="prefill", num_qo_heads=40, num_kv_heads=8, batch_size=2, kv_len=1900, q_len=1)
+    assert one.q_len == 1 and AttentionProblem(phase="decode", num_qo_heads=40, num_kv_heads=8, batch_size=2,
+                                               kv_len=1900).q_len == 1
+
+
+def test_an_fp16_models_query_is_fp16_unless_given():
+    """Before: q_dtype defaulted to bf16, so an fp16 model's problem (kv and out fp16) named no kernel at all."""
+    scout = dict(phase="decode", num_qo_heads=40, num_kv_heads=8, batch_size=4, kv_len=1900)
+    assert AttentionProblem(**scout, kv_dtype="fp16", out_dtype="fp16").q_dtype == "fp16"
+    assert AttentionProblem(**scout, kv_dtype="fp8", out_dtype="float16").q_dtype == "fp16"    # FP8 KV, fp16 model
+    assert AttentionProblem(**scout, kv_dtype="fp8", out_dtype="fp8").q_dtype == "bf16"
+    assert AttentionProblem(**scout, kv_dtype="fp16", out_dtype="fp16", q_dtype="bf16").q_dtype == "bf16"
+    assert AttentionProblem(**scout).to_dict()["q_dtype"] == "bf16"
+
+
+def test_a_q_len_of_false_is_not_taken_for_unset():
+    with pytest.raises(ProblemError, match="q_len False is not an integer"):
+        AttentionProblem(phase="decode", num_qo_heads=40, num_kv_heads=8, batch_size=2, kv_len=100, q_len=False)

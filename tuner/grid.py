@@ -72,7 +72,7 @@ def sizes(phase: str, g: SizeGrid, kv_dtype: str = "fp8") -> list[tuple[int, int
 
 
 def problems(model: ModelPreset, tps: list[int], phases: list[str], kv_dtypes: list[str],
-             out_dtypes: list[str], page_sizes: list[int], grid: SizeGrid, q_dtype: str = "bf16",
+             out_dtypes: list[str], page_sizes: list[int], grid: SizeGrid, q_dtype: str = "",
              max_kv_bytes: int | None = None, tiles_sms: int = 0) -> list[AttentionProblem]:
     """The grid, most useful first (first page size and TP before the others), so a sweep cut short
     by --max-minutes still covers whole configurations. `max_kv_bytes` drops problems whose one-layer

@@ -60,19 +60,7 @@ def problem_at(n: int, path: str, data: Any) -> AttentionProblem:
         p = AttentionProblem.from_dict(data)
     except ProblemError as e:
         raise ProblemError(e.field, f"line {n} of {path}: {e}") from None
-    try:
-        prefill_needs_q_len(data)
-    except ProblemError as e:
-        raise ProblemError(e.field, f"line {n} of {path}: {e}") from None
     return p
-
-
-def prefill_needs_q_len(given: dict[str, Any]) -> None:
-    """A prefill asked without q_len would run one new token per request, which is rarely what was meant: problem
-    files, `tuner decide` and the REST API refuse it alike (AttentionProblem itself keeps the default, 1)."""
-    if given.get("phase") == "prefill" and given.get("q_len") is None:
-        raise ProblemError("q_len", "q_len is required for prefill (the new tokens per request); give q_len 1 for "
-                                    "one new token")
 
 
 def iter_problems(path: str) -> Iterator[AttentionProblem]:

@@ -6,7 +6,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Query, Request
 
 from dispatcher import AttentionProblem, ProblemError
-from tuner.problem_files import prefill_needs_q_len
 
 from ..deps import DispatchersDep
 from ..schemas import DecisionPublic, DecisionsPublic, DecisionsRequest, ProblemIn, ProblemQuery
@@ -23,7 +22,6 @@ def to_problem(p: ProblemIn, loc: Loc) -> AttentionProblem:
     """The problem of a request: by its sizes, or by its requests' lengths (seq_lens)."""
     data = p.model_dump(exclude={"device"}, exclude_none=True)
     try:
-        prefill_needs_q_len(data)
         if "seq_lens" in data:
             return AttentionProblem.from_dict(data)
         for size in ("batch_size", "kv_len"):

@@ -28,7 +28,7 @@ def spec_public(spec: KernelSpec) -> dict[str, Any]:
 def kernels(ds: DispatchersDep, phase: Optional[str] = None, num_qo_heads: Optional[int] = None,
             num_kv_heads: Optional[int] = None, head_dim: int = DEFAULTS["head_dim"],
             page_size: int = DEFAULTS["page_size"], batch_size: Annotated[int, Query()] = 1,
-            kv_len: Annotated[int, Query()] = 1024, q_len: int = DEFAULTS["q_len"], q_dtype: str = DEFAULTS["q_dtype"],
+            kv_len: Annotated[int, Query()] = 1024, q_len: int = 1, q_dtype: str = DEFAULTS["q_dtype"],
             kv_dtype: str = DEFAULTS["kv_dtype"], out_dtype: str = DEFAULTS["out_dtype"],
             causal: bool = DEFAULTS["causal"], window_left: int = DEFAULTS["window_left"],
             has_sinks: bool = DEFAULTS["has_sinks"], device: Optional[str] = None) -> dict[str, Any]:

@@ -34,7 +34,9 @@ def decide(
                                                          "size, mean, longest and balance come from them")] = None,
     q_len: Annotated[Optional[int], typer.Option(help="new tokens per request (default 1 in decode; required "
                                                       "in prefill)")] = None,
-    q_dtype: Annotated[str, typer.Option()] = DEFAULTS["q_dtype"],
+    q_dtype: Annotated[str, typer.Option(help="the query's dtype as the model gives it [default: fp16 where "
+                                              "--kv-dtype or --out-dtype is, else bf16]", show_default=False)
+                       ] = DEFAULTS["q_dtype"],
     kv_dtype: Annotated[str, typer.Option()] = DEFAULTS["kv_dtype"],
     out_dtype: Annotated[str, typer.Option()] = DEFAULTS["out_dtype"],
     causal: Annotated[bool, typer.Option()] = DEFAULTS["causal"],
