@@ -319,9 +319,13 @@ def device_of(db: store.DbPath, device: str | None) -> DeviceInfo:
     try:
         return resolve_device(device, store.environments(conn) if conn else [])
     except ValueError:
+        known = {folded(k): v for k, v in KNOWN.items()}
+        if conn is None and folded(device or "") in known:    # load(missing_ok=True): the rule until it appears
+            return known[folded(device or "")]
         if conn is None and not is_local(device):      # the likelier mistake: a path that names no file
-            raise ValueError(f"{store.default_path(db)} does not exist, so device {device!r} has no "
-                             "measurements; give the path of a heuristics.db (or run tuner sweep)") from None
+            raise ValueError(f"{store.default_path(db)} does not exist, so device {device!r} has no measurements "
+                             f"and no description here (only {', '.join(KNOWN)} have one without a database); "
+                             "give the path of a heuristics.db (or run tuner sweep), or this host's device") from None
         raise
     finally:
         if conn:

@@ -4,7 +4,8 @@ import sqlite3
 
 import pytest
 
-from dispatcher import StoreError, load
+from dispatcher import AttentionProblem, StoreError, load
+from dispatcher.live import keep_fresh
 from tests.conftest import ROOT, small
 from tuner.transfer import export_jsonl, export_vllm_json, import_jsonl
 
@@ -131,8 +132,18 @@ def test_a_device_or_database_that_is_not_there_is_named(tmp_path):
     assert export_jsonl(ROOT / "heuristics.db", tmp_path / "y.jsonl", "nvidia h200") > 0       # spelled any way
     with pytest.raises(StoreError, match=r"none\.db: no such database"):
         load(tmp_path / "none.db", "NVIDIA H200")
-    with pytest.raises(ValueError, match=r"none\.db does not exist, so device 'NVIDIA H200' has no measurements"):
-        load(tmp_path / "none.db", "NVIDIA H200", missing_ok=True)
+    with pytest.raises(ValueError, match=r"none\.db does not exist, so device 'NVIDIA A100' has no measurements "
+                                         r"and no description here \(only NVIDIA H200, NVIDIA B200"):
+        load(tmp_path / "none.db", "NVIDIA A100", missing_ok=True)
+    # a GPU Switchyard describes: the rule decides for it until the file appears (a control host without it)
+    later = load(tmp_path / "none.db", "nvidia h200", missing_ok=True)
+    scout = AttentionProblem(phase="decode", num_qo_heads=40, num_kv_heads=8, batch_size=16, kv_len=2048,
+                             kv_dtype="fp8", out_dtype="fp8")
+    assert later.device.sm_count == 132 and later.choose(scout).source == "rule"
+    live = keep_fresh(later, every_s=3600, record_misses=False)
+    shutil.copy(ROOT / "heuristics.db", tmp_path / "none.db")
+    assert live.tick() and later.choose(scout).source == "measured"
+    live.stop()
     assert load(tmp_path / "none.db", "cpu", missing_ok=True).choose(small()).source == "rule"   # a local one: rule
     assert load(ROOT / "heuristics.db", "nvidia  h200").device.name == "NVIDIA H200"   # any case and spacing
     # the host asked of another GPU's database: the rule decides, and says which device the db holds
