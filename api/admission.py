@@ -18,5 +18,7 @@ def too_big(p: AttentionProblem, device: DeviceInfo) -> str | None:
     need = working_bytes(p)
     if need <= limit:
         return None
-    return (f"needs ~{need / 2**30:.2f} GiB; a sweep may allocate at most {limit / 2**30:.2f} GiB per problem "
-            f"on {device.name}")
+    shown, most = f"~{need / 2**30:.2f} GiB", f"{limit / 2**30:.2f} GiB"
+    if shown[1:] == most:                       # just over: "2.00 GiB ... at most 2.00 GiB" reads as if it fits
+        shown, most = f"{need:,} bytes", f"{limit:,} bytes ({most})"
+    return f"needs {shown}; a sweep may allocate at most {most} per problem on {device.name}"

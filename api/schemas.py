@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from dispatcher.problem import DEFAULTS, LIMITS
 
@@ -31,7 +31,8 @@ class ProblemIn(BaseModel):
                                                                      "batch), the new ones included") +
                                   "; required unless seq_lens is given")
     max_kv_len: Optional[int] = Field(None, description=_range("max_kv_len", "the longest request's KV tokens "
-                                                                             "(default: kv_len, every request alike)"))
+                                                                             "(default: kv_len, every request alike)") +
+                                      "; 0 is the default too")
     kv_balance: Optional[float] = Field(None, description="a mixed batch's sum(min(length, mean)) / (batch x mean), "
                                         "0 < kv_balance <= 1 (default: one long request, the others alike)")
     seq_lens: Optional[list[int]] = Field(None, max_length=LIMITS["batch_size"][1],
@@ -54,6 +55,16 @@ class ProblemIn(BaseModel):
     def _not_a_flag(cls, v: Any) -> Any:
         if isinstance(v, bool):                 # JSON true is not a size (pydantic would read it as 1)
             raise ValueError(f"{str(v).lower()} is not a whole number")
+        return v
+
+    @model_validator(mode="before")
+    @classmethod
+    def _device_is_the_requests(cls, v: Any) -> Any:
+        """A problem in a body with its own device: pydantic's "Extra inputs are not permitted" said not where."""
+        if isinstance(v, dict) and "device" in v and "device" not in cls.model_fields:
+            raise ValueError("'device' is not a problem's field: POST /v1/decisions takes one device for all its "
+                             "problems, beside 'problems' ({\"device\": ..., \"problems\": [...]}); a sweep runs on "
+                             "the daemon's own device")
         return v
 
     @field_validator("seq_lens", mode="before")

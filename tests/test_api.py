@@ -89,3 +89,12 @@ def test_a_query_whose_device_went_away_gets_the_routes_answer_not_a_500(swept_d
         r = c.get("/v1/decision", params=params)
         c.app.state.dispatchers = real                                       # for the shutdown
         assert r.status_code == 404 and "it holds: nothing" in r.json()["detail"]
+
+
+def test_a_device_inside_a_problem_says_where_it_goes(client):
+    """It was pydantic's bare "Extra inputs are not permitted"."""
+    r = client.post("/v1/decisions", json={"problems": [{**q(), "device": "NVIDIA H200"}]})
+    (e,) = r.json()["detail"]
+    assert r.status_code == 422 and e["loc"] == ["body", "problems", 0]
+    assert "'device' is not a problem's field: POST /v1/decisions takes one device for all its problems" in e["msg"]
+    assert client.post("/v1/decisions", json={"device": "cpu", "problems": [q()]}).status_code == 200

@@ -66,8 +66,15 @@ def test_bounds_are_named(db):
         r = c.post("/v1/sweeps", json={"model": "llama4-scout", "grid": "full", "phases": ["decode"]}, headers=AUTH)
         (e,) = r.json()["detail"]
         assert r.status_code == 422 and e["loc"] == ["body"] and e["type"] == "too_big", e
-        assert re.match(r"the preset's grid holds decode 40/8 heads, .*batch \d+ x kv \d+, .* which needs ~2\.\d\d "
-                        r"GiB; a sweep may allocate at most 2\.00 GiB per problem on CPU", e["msg"]), e["msg"]
+        assert re.match(r"the preset's grid holds decode 40/8 heads, .*batch 2 x kv 131072, .* which needs "
+                        r"2,147,565,568 bytes; a sweep may allocate at most 2,147,483,648 bytes \(2\.00 GiB\) per "
+                        r"problem on CPU .*: narrow the grid \(grid, tp, phases, dtypes or page_sizes\) or sweep on a "
+                        r"GPU of 9 GiB or more", e["msg"]), e["msg"]
+        # the mixed grid on the CPU: narrowing its options could not help, so the message did not say so
+        r = c.post("/v1/sweeps", json={"model": "llama4-scout", "grid": "mixed", "phases": ["decode"],
+                                       "kv_dtypes": ["fp8"], "tp": [4]}, headers=AUTH)
+        assert "the mixed grid's batches are this large whatever the options: sweep it on a GPU of " \
+               in r.json()["detail"][0]["msg"]
         r = c.post("/v1/sweeps", json={"model": "llama4-scout", "problems": []}, headers=AUTH)
         assert r.status_code == 422 and r.json()["detail"][0]["msg"].endswith(": both were given")
         r = c.post("/v1/sweeps", json={"tiles": True}, headers=AUTH)      # it said "not both" for neither
@@ -193,3 +200,15 @@ def test_metrics_kernels_environments_coverage(db):
         assert envs and envs[0]["device_name"].startswith("CPU")
         cov = c.get("/v1/coverage").json()
         assert cov["families"] and cov["families"][0]["measured_cells"] >= 1
+
+
+def test_a_problem_just_over_the_sweep_limit_says_by_how_much():
+    """It read "needs ~2.00 GiB; a sweep may allocate at most 2.00 GiB", as if it fitted."""
+    from api.admission import too_big
+    from dispatcher.device import DeviceInfo
+    from tuner.sizes import working_bytes
+    p = small(batch_size=64, kv_len=4096)
+    gpu = DeviceInfo(name="GPU", kind="cuda", memory_bytes=4 * (working_bytes(p) - 1))
+    assert too_big(p, gpu) == (f"needs {working_bytes(p):,} bytes; a sweep may allocate at most "
+                               f"{working_bytes(p) - 1:,} bytes ({(working_bytes(p) - 1) / 2**30:.2f} GiB) per "
+                               "problem on GPU")

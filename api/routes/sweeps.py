@@ -1,12 +1,14 @@
 """POST /v1/sweeps -> job; GET /v1/sweeps/{id}; DELETE /v1/sweeps/{id} (cancel, keeping what was measured)."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from fastapi import APIRouter, HTTPException
 
 from dispatcher import AttentionProblem
 from tuner.library import SweepRequest, SweepRequestError, sweep_problems
+from tuner.sizes import working_bytes
 
 from ..admission import too_big
 from ..auth import Writer
@@ -61,8 +63,11 @@ def create(body: SweepCreate, jobs: JobsDep) -> dict[str, Any]:
         if why is not None and kind == "problems":
             raise invalid(f"problem {i} {why}", ["body", "problems", i], "too_big")
         if why is not None:                 # a preset's point: which one, and how to leave it out
-            raise invalid(f"the preset's grid holds {p.describe()}, which {why}: narrow the grid (grid, tp, "
-                          "phases, dtypes or page_sizes) or sweep on a larger device", ["body"], "too_big")
+            gpu = f"a GPU of {math.ceil(4 * working_bytes(p) / 2**30)} GiB or more"
+            how = (f"the mixed grid's batches are this large whatever the options: sweep it on {gpu}"
+                   if body.grid == "mixed" else f"narrow the grid (grid, tp, phases, dtypes or page_sizes) or sweep "
+                   f"on {gpu}")
+            raise invalid(f"the preset's grid holds {p.describe()}, which {why}: {how}", ["body"], "too_big")
     try:
         return jobs.submit(kind, probs).public()
     except QueueFull as e:
