@@ -16,7 +16,8 @@ import argparse
 
 from offgrid import configurations  # the off-grid set's configurations (benchmarks/offgrid.py)
 
-from dispatcher.problem import AttentionProblem, longest_request
+from dispatcher.cells import longest_request
+from dispatcher.problem import AttentionProblem
 from tuner.grid import MIXED
 from tuner.lengths import LAYOUTS, balanced
 from tuner.problem_files import write_problems

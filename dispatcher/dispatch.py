@@ -7,13 +7,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from . import store
+from .cells import CELLS_PER_OCTAVE
 from .decision import Decision, Source
 from .device import KNOWN, DeviceInfo, describe, folded, named
 from .measurements import borrowing, held_elsewhere, read_rows, read_table, table_for  # noqa: F401 (their home was here)
 from .pipeline import Pipeline, candidates
 from .policy import max_relerr as relerr_budget
 from .predictor import FittedModel, Predictor, PredictorConfig
-from .problem import CELLS_PER_OCTAVE, AttentionProblem
+from .problem import AttentionProblem
 from .registry import KernelSpec, ineligible_kernels, load_registry, tactic_reasons
 from .rules import DEFAULT_RULE, RULES, rule_pick
 from .schema import StoreError

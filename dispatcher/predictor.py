@@ -11,8 +11,7 @@ Settings live in one value (PredictorConfig, a JSON file for `tuner evaluate --p
 - kv_line(p):   decode at long KV: each pipeline's time on the straight line in KV length through its
                 times at the measured KV lengths either side, at p's batch size;
 - between_rows(p): for a batch size never measured, each pipeline's time in the measured batch
-                sizes either side (each within its own row, by the estimators above), interpolated
-                in log time over log batch (with between_rows on).
+                sizes either side (each within its own row, by the estimators above), in log time over log batch.
 - split_rows(p): decode, a batch size never measured, kernels that split a batch by its size alone
                 (`split_kv` in kernels.toml): the kernel's time in the measured batch sizes either side,
                 interpolated in log time over log of the busiest SM's work (FP8 XQA runs batch 41 of 2
@@ -44,6 +43,7 @@ from dataclasses import replace
 from typing import Any
 
 from .alone import AloneCorrections, alone_cells, grid_cells
+from .cells import Q_TILE, q_tiles
 from .device import DeviceInfo
 from .estimates import log_between, scaled, slower, split_weight, summed
 from .floor import DominatedFloor
@@ -51,7 +51,7 @@ from .mixed_residual import Residuals, modelled
 from .model import fit_plane
 from .pipeline import fixed_split, split_pages
 from .predictor_config import PredictorConfig as PredictorConfig  # re-exported: its home before
-from .problem import Q_TILE, AttentionProblem, q_tiles
+from .problem import AttentionProblem
 from .registry import KernelSpec, SplitRule, load_registry, planned_chunk
 from .table import Table, Timing, ratios
 

@@ -1,7 +1,7 @@
 import pytest
 
 from dispatcher import AttentionProblem, ProblemError
-from dispatcher.problem import size_cell
+from dispatcher.cells import size_cell
 from tests.conftest import small
 
 

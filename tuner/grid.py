@@ -4,8 +4,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from dispatcher.cells import longest_request
 from dispatcher.mixed_residual import CORRECTING_KV_DTYPES
-from dispatcher.problem import AttentionProblem, longest_request
+from dispatcher.problem import AttentionProblem
 
 from .models import ModelPreset
 from .sizes import kv_bytes

@@ -21,9 +21,10 @@ import math
 from collections import defaultdict
 from collections.abc import Callable
 
+from dispatcher.cells import cell_size, size_cell
 from dispatcher.policy import max_relerr
 from dispatcher.predictor import FittedModel, Predictor
-from dispatcher.problem import AttentionProblem, cell_size, size_cell
+from dispatcher.problem import AttentionProblem
 from dispatcher.table import Table, rank
 
 NEIGHBOURS = 4        # measured neighbours whose winners are compared

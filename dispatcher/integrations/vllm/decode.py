@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...balance import balance_cell, mean_of, within
-from ...problem import size_cell
+from ...cells import size_cell
 from .answers import Answers, active_builder, current, dtype_name, kv_dtype_name
 
 STATE = "switchyard_decode"             # the per-builder DecodeState, set on first build

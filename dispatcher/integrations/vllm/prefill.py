@@ -13,7 +13,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from ...problem import q_cell, size_cell
+from ...cells import q_cell, size_cell
 from .answers import active_builder, current, dtype_name
 
 NATIVE_PREFILL = "fa2"          # FlashInfer's "auto" prefill backend on the SM100 family

@@ -6,7 +6,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ...problem import LIMITS, longest_request
+from ...cells import longest_request
+from ...problem import LIMITS
 
 ENV_DB = "SWITCHYARD_DB"                    # the database; unset: the entry point does nothing
 ENV_DEVICE = "SWITCHYARD_DEVICE"            # a device name in the database; unset: this host's GPU
