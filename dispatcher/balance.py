@@ -8,6 +8,7 @@ split-KV plan costs up to twice as much in the second: its chunks must cover eve
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import repeat
 
 BALANCE_CELLS = 10          # decisions are cached per tenth of balance (FA2's plan cost moves ~12% a tenth)
 TOLERANCE = 0.01            # a given balance this far outside the possible range is clamped, not refused
@@ -17,8 +18,7 @@ CANONICAL_WITHIN = 5e-4     # a balance this close to the canonical layout's is 
 def balance_of(lens: Sequence[int]) -> float:
     """The balance of requests with these KV lengths."""
     total = sum(lens)
-    mean = total / len(lens)
-    return sum(min(n, mean) for n in lens) / total
+    return sum(map(min, lens, repeat(total / len(lens)))) / total      # in C: once per serving step
 
 
 def mean_of(total: int, count: int, longest: int, q_len: int = 1) -> int:

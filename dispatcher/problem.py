@@ -60,6 +60,19 @@ def _int(field: str, value: Any) -> int:
     return n
 
 
+def _ints(field: str, values: Sequence[Any]) -> tuple[int, ...]:
+    """_int of each value; a batch's worth of plain ints in range is checked in C (from_seq_lens per step)."""
+    lo, hi = LIMITS[field]
+    t = tuple(values)
+    if t and set(map(type, t)) == {int} and lo <= min(t) and max(t) <= hi:
+        return t
+    return tuple(_int(field, n) for n in t)
+
+
+class _Derived(tuple):  # type: ignore[type-arg]
+    """seq_lens that from_seq_lens checked and derived the sizes from: not checked again."""
+
+
 def _flag(field: str, value: Any) -> bool:
     if isinstance(value, bool) or str(value).lower() in ("true", "1", "yes", "false", "0", "no"):
         return value if isinstance(value, bool) else str(value).lower() in ("true", "1", "yes")
@@ -140,8 +153,10 @@ class AttentionProblem:
                                f"{self.batch_size} x kv_len {self.kv_len}; the longest request holds from kv_len "
                                f"(the mean) to {longest} tokens (all but q_len per other request){hint}")
         put("kv_balance", self._checked_balance(self.kv_balance))
-        if self.seq_lens is not None:
-            lens = tuple(_int("kv_len", n) for n in self.seq_lens)
+        if type(self.seq_lens) is _Derived:           # from_seq_lens derived the sizes from them: they agree
+            put("seq_lens", tuple(self.seq_lens))
+        elif self.seq_lens is not None:
+            lens = _ints("kv_len", self.seq_lens)
             if len(lens) != self.batch_size or max(lens) != self.max_kv_len or min(lens) < self.q_len:
                 raise ProblemError("seq_lens", f"seq_lens ({len(lens)} lengths, longest {max(lens, default=0)}) "
                                    f"do not describe batch_size {self.batch_size} with max_kv_len {self.max_kv_len}; "
@@ -230,7 +245,7 @@ class AttentionProblem:
         for f in sorted(set(fields) & {"batch_size", "kv_len", "max_kv_len", "kv_balance"}):
             raise ProblemError(f, f"{f} comes from seq_lens; leave it out")
         try:                              # named as the lengths: kv_len may not have been given at all
-            lens = [_int("kv_len", n) for n in seq_lens]
+            lens = _ints("kv_len", seq_lens)
         except ProblemError as e:
             raise ProblemError("seq_lens", f"seq_lens: a request's {e}") from None
         q = _int("q_len", fields.get("q_len") or 1)        # a prefill without it: the problem says so below
@@ -238,9 +253,10 @@ class AttentionProblem:
             raise ProblemError("seq_lens", f"request {lens.index(min(lens)) + 1} has {min(lens)} KV tokens, fewer "
                                            f"than q_len {q}: a request's KV length includes its new tokens")
         mean = mean_of(sum(lens), len(lens), max(lens), q)
-        made = cls(batch_size=len(lens), kv_len=mean, max_kv_len=max(max(lens), mean), **fields)
-        balance = stored(balance_of(lens), *made.balance_range())    # clamped to the rounded mean's range
-        return dataclasses.replace(made, kv_balance=balance, seq_lens=tuple(lens))
+        top = max(max(lens), mean)
+        balance = stored(balance_of(lens), *bounds(len(lens), mean, top, q)) if top > mean else 0.0
+        return cls(batch_size=len(lens), kv_len=mean, max_kv_len=top, kv_balance=balance, seq_lens=_Derived(lens),
+                   **fields)
 
     def family(self) -> tuple[Any, ...]:
         """Everything but the sizes: problems of one family share kernels and are comparable."""
