@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -22,7 +23,7 @@ from .table import KEEP_RULE_SPREADS, Lent, Ranking, Table, rank
 
 CACHE_LIMIT = 65536   # distinct buckets remembered; bounded so hostile traffic cannot grow memory
 MISS_LIMIT = 4096     # distinct missed cells counted between flushes
-REDECIDE_LIMIT = 4096     # problems asked before a reload decided again before the swap, latest first
+REDECIDE_CELLS = 256      # cells decided again before a reload's swap (~4 ms each), those most asked first
 
 Hit = tuple[Decision, AttentionProblem]     # a decision and the cell it was made for
 
@@ -123,13 +124,16 @@ class Dispatcher:
         return self.decided.table.lent
 
     def swap_table(self, table: Table) -> None:
-        """Replace the table. The model is fitted to it and the problems asked so far (the latest
-        REDECIDE_LIMIT) are decided from it first, here, so that the caller's next choose() of them
-        stays a lookup; then one assignment swaps it all (Decided)."""
+        """Replace the table. The model is fitted to it and the cells of the problems asked so far (the
+        REDECIDE_CELLS holding the most of them) are decided from it first, here, with those problems, so
+        that the caller's next choose() of them stays a lookup; then one assignment swaps it all (Decided)."""
         new = Decided(table, self.predictor.fit(table, self.device, self.registry))
-        for problem in list(self.decided.asked)[-REDECIDE_LIMIT:]:
-            with contextlib.suppress(LookupError):      # no kernel: its next choose() raises it again
-                new.asked[problem] = self._first_decision(new, problem)
+        asked = list(self.decided.asked.items())
+        cells = {cell for cell, _ in Counter(cell for _, (_, cell) in asked).most_common(REDECIDE_CELLS)}
+        for problem, (_, cell) in asked:
+            if cell in cells:
+                with contextlib.suppress(Exception):    # its next choose() decides it, and raises what it raises
+                    new.asked[problem] = self._first_decision(new, problem)
         self.decided = new
 
     # -- off the fast path: once per cell ----------------------------------------------

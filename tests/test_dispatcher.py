@@ -212,3 +212,17 @@ def test_a_reload_decides_the_asked_problems_before_the_swap_not_on_the_next_cho
     monkeypatch.setattr(d, "_decide", lambda *a, **k: pytest.fail("decided on the hot path after a reload"))
     dec = d.choose(p)
     assert dec.pipeline == fa2.id and dec.expected_us == 10.0 and d.table is d.decided.table
+
+
+def test_a_reload_decides_first_the_cells_most_asked(monkeypatch):
+    """Not the latest asked: a batch size captured at start-up and asked every step since must not lose out
+    to newer, rarer shapes."""
+    import dispatcher.dispatch as dispatch
+    monkeypatch.setattr(dispatch, "REDECIDE_CELLS", 1)
+    hot = [small(**SCOUT, kv_dtype="fp8", out_dtype="bf16", batch_size=8, kv_len=k) for k in (2048, 2050, 2052)]
+    rare = small(**SCOUT, kv_dtype="fp8", out_dtype="bf16", batch_size=3, kv_len=900)
+    d = Dispatcher(Table(), H200)
+    for p in (*hot, rare):
+        d.choose(p)
+    d.swap_table(Table())
+    assert set(d.decided.asked) == set(hot)
