@@ -195,13 +195,19 @@ class AttentionProblem:
             return 0.0
         lo, hi = self.balance_range()
         if not lo - TOLERANCE <= v <= hi + TOLERANCE:
+            # 0 stands for the default layout (one long request, the others alike), not for a balance of 0
             if self.max_kv_len <= self.kv_len:
                 raise ProblemError("kv_balance", f"kv_balance {v:g} is out of range for a uniform batch (max_kv_len "
-                                   f"{self.max_kv_len} = kv_len): its balance is 1; pass 0, or max_kv_len, or seq_lens")
-            raise ProblemError("kv_balance", f"kv_balance {v:g} is out of range for batch_size {self.batch_size} x "
-                               f"kv_len {self.kv_len} with max_kv_len {self.max_kv_len}; it lies from {lo:.3f} (the "
-                               f"longest requests' tokens in as few requests as possible) to {hi:.3f} (one long "
-                               "request, the others alike: pass 0), or give seq_lens alone (from_seq_lens)")
+                                   f"{self.max_kv_len} = kv_len): its balance is 1; leave kv_balance out (or 0), or "
+                                   "give max_kv_len, or seq_lens")
+            sizes = f"batch_size {self.batch_size} x kv_len {self.kv_len} with max_kv_len {self.max_kv_len}"
+            if hi - lo < 5e-4:                        # one layout only: "from 0.632 to 0.632" read as a typo
+                raise ProblemError("kv_balance", f"kv_balance {v:g} is out of range: {sizes} allow one layout, "
+                                   f"balance {hi:.3f}; leave kv_balance out (or 0), or give seq_lens alone")
+            raise ProblemError("kv_balance", f"kv_balance {v:g} is out of range for {sizes}; it lies from {lo:.3f} "
+                               f"(the longest requests' tokens in as few requests as possible) to {hi:.3f} (one long "
+                               "request, the others alike: leave kv_balance out, or 0), or give seq_lens alone "
+                               "(from_seq_lens)")
         return stored(v, lo, hi)
 
     @property

@@ -23,11 +23,14 @@ def test_a_balance_out_of_range_names_the_field_and_the_range():
     assert e.value.field == "kv_balance"
     assert str(e.value) == ("kv_balance 0.05 is out of range for batch_size 99 x kv_len 2000 with max_kv_len 16000; "
                             "it lies from 0.132 (the longest requests' tokens in as few requests as possible) to "
-                            "0.929 (one long request, the others alike: pass 0), or give seq_lens alone "
-                            "(from_seq_lens)")
+                            "0.929 (one long request, the others alike: leave kv_balance out, or 0), or give "
+                            "seq_lens alone (from_seq_lens)")
     with pytest.raises(ProblemError, match=r"^kv_balance 2 is out of range for a uniform batch \(max_kv_len 2000 = "
-                       r"kv_len\): its balance is 1; pass 0, or max_kv_len, or seq_lens$"):
+                       r"kv_len\): its balance is 1; leave kv_balance out \(or 0\), or give max_kv_len, or seq_lens$"):
         AttentionProblem(**TP4, batch_size=99, kv_len=2000, kv_balance=2)     # it said "from 1.000 to 1.000"
+    with pytest.raises(ProblemError, match=r"^kv_balance 0.9 is out of range: batch_size 2 x kv_len 1000 with "
+                       r"max_kv_len 1999 allow one layout, balance 0.500; leave kv_balance out \(or 0\)"):
+        AttentionProblem(**TP4, batch_size=2, kv_len=1000, max_kv_len=1999, kv_balance=0.9)   # "0.500 to 0.500"
     with pytest.raises(ProblemError, match="kv_balance 'lots' is not a number"):
         AttentionProblem(**TP4, batch_size=99, kv_len=2000, max_kv_len=16000, kv_balance="lots")
     assert AttentionProblem(**TP4, batch_size=99, kv_len=2000, max_kv_len=16000, kv_balance="0").kv_balance == 0.0
