@@ -98,3 +98,13 @@ def test_a_mixed_sweep_without_fp8_kv_says_what_to_add_and_writes_nothing(tmp_pa
     r = tuner("sweep", "--mixed", "--phases", "prefill", "--device", "cpu", "--db", str(db))
     assert r.returncode == 2 and "the phases asked are prefill: ask for decode and fp8" in r.stderr, r.stderr
     assert not db.exists()
+
+
+def test_serve_help_names_every_flag_in_full_at_100_columns():
+    """Its on/off pairs (--tune-misses-without-token/--no-...) were cut to "--tune-misses-wi…"."""
+    import os
+    r = subprocess.run([sys.executable, "-m", "tuner", "serve", "--help"], cwd=ROOT, capture_output=True, text=True,
+                       env={**os.environ, "COLUMNS": "100"}, timeout=120)
+    for flag in ("--tune-misses-without-token", "--request-timeout-s", "--max-connections", "--new-db"):
+        assert flag in r.stdout, r.stdout
+    assert "…" not in r.stdout

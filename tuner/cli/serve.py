@@ -19,9 +19,11 @@ def serve(host: Annotated[str, typer.Option(help="bind address (loopback by defa
           port: Annotated[int, typer.Option(min=0, max=65535)] = 8177, db: Db = None, device: Dev = None,
           token_file: Annotated[Optional[str], typer.Option(help="file holding the bearer token for write endpoints "
                                                                 "(or set SWITCHYARD_TOKEN)")] = None,
-          tune_misses: Annotated[bool, typer.Option(help="measure the most frequent misses when no sweep runs "
-                                                         "(needs writes enabled: a token)")] = False,
+          tune_misses: Annotated[bool, typer.Option("--tune-misses", help="measure the most frequent misses when no "
+                                                                           "sweep runs (needs writes enabled: a token)")
+                                 ] = False,
           tune_misses_without_token: Annotated[bool, typer.Option(
+              "--tune-misses-without-token",
               help="tune misses even without a token: unauthenticated readers then choose what this host measures, "
                    "within the bounds POST /v1/sweeps has")] = False,
           refresh_s: Annotated[float, typer.Option(min=0.05, help="how often to check the database for new "
@@ -32,9 +34,10 @@ def serve(host: Annotated[str, typer.Option(help="bind address (loopback by defa
                                                                          "within this long, or it is closed")] = 10.0,
           max_connections: Annotated[int, typer.Option(min=1, help="open connections at most; more are closed at "
                                                                    "once")] = 512,
-          new_db: Annotated[bool, typer.Option(help="start with a new, empty database where --db names none (POST "
-                                                    "/v1/sweeps fills it with a token, or tuned misses with "
-                                                    "--tune-misses-without-token)")] = False):
+          new_db: Annotated[bool, typer.Option("--new-db", help="start with a new, empty database where --db names "
+                                                                "none (POST /v1/sweeps fills it with a token, or "
+                                                                "tuned misses with --tune-misses-without-token)")
+                            ] = False):
     """Run the daemon: decisions over REST (docs at /docs), background sweeps, metrics at /metrics.
 
     Example: SWITCHYARD_TOKEN=secret tuner serve --tune-misses
