@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +36,8 @@ class Decided:
     (AttentionProblem.cell_key), and by (cell, pipelines refused by the asked problem's plan)."""
     table: Table
     model: FittedModel
-    asked: dict[AttentionProblem, Hit] = field(default_factory=dict)
+    # a problem given by its requests' lengths is asked with them: whether a plan fits may depend on them
+    asked: dict[AttentionProblem | tuple[AttentionProblem, tuple[int, ...]], Hit] = field(default_factory=dict)
     cells: dict[tuple[Any, ...], Hit] = field(default_factory=dict)
     refused: dict[tuple[Any, ...], Hit] = field(default_factory=dict)
 
@@ -64,12 +66,13 @@ class Dispatcher:
         """The decision for a problem: a dict lookup once asked before, two once its cell has been
         decided. No I/O, no locks, no tensors, no device calls: safe inside CUDA-graph capture."""
         decided = self.decided
-        hit = decided.asked.get(problem)
+        key = problem if problem.seq_lens is None else (problem, problem.seq_lens)
+        hit = decided.asked.get(key)
         if hit is None:
             hit = self._first_decision(decided, problem)
             if len(decided.asked) >= CACHE_LIMIT:     # bounded: hostile traffic cannot grow memory,
                 decided.asked = {}                    # and a full cache is not re-decided per call
-            decided.asked[problem] = hit
+            decided.asked[key] = hit
         dec, cell = hit
         if dec.source != "measured":
             # by the cell's own object (an identity match, no comparison); a plain dict increment
@@ -85,7 +88,7 @@ class Dispatcher:
     def _first_decision(self, decided: Decided, problem: AttentionProblem) -> Hit:
         hit = self._cell_decision(decided, problem)
         if self._refuses(hit[0].kernel, hit[0].tactic, problem):     # this problem's plan would be refused
-            hit = self._without_refused(decided, problem, hit[1])
+            hit = self._without_refused(decided, problem, hit[1], hit[0])
         return hit
 
     def _cell_decision(self, decided: Decided, problem: AttentionProblem) -> Hit:
@@ -130,10 +133,10 @@ class Dispatcher:
         new = Decided(table, self.predictor.fit(table, self.device, self.registry))
         asked = list(self.decided.asked.items())
         cells = {cell for cell, _ in Counter(cell for _, (_, cell) in asked).most_common(REDECIDE_CELLS)}
-        for problem, (_, cell) in asked:
+        for key, (_, cell) in asked:
             if cell in cells:
                 with contextlib.suppress(Exception):    # its next choose() decides it, and raises what it raises
-                    new.asked[problem] = self._first_decision(new, problem)
+                    new.asked[key] = self._first_decision(new, key[0] if isinstance(key, tuple) else key)
         self.decided = new
 
     # -- off the fast path: once per cell ----------------------------------------------
@@ -142,7 +145,8 @@ class Dispatcher:
         spec = self.registry.get(kernel)
         return bool(spec and tactic and tactic_reasons(spec, dict(tactic), problem, self.device))
 
-    def _without_refused(self, decided: Decided, problem: AttentionProblem, cell: AttentionProblem) -> Hit:
+    def _without_refused(self, decided: Decided, problem: AttentionProblem, cell: AttentionProblem,
+                         fastest: Decision) -> Hit:
         """The cell's decision among the pipelines whose tactic `problem` can plan (registry.tactic_reasons),
         decided once per cell and set of refused pipelines."""
         refused = frozenset(c.id for c in candidates(self.registry, cell, self.device)
@@ -150,7 +154,14 @@ class Dispatcher:
         key = (problem.cell_key(), refused)
         hit = decided.refused.get(key)
         if hit is None:
-            hit = (self._decide(decided, cell, problem, refused), cell)
+            dec = self._decide(decided, cell, problem, refused)
+            spec = self.registry[fastest.kernel]
+            why = tactic_reasons(spec, dict(fastest.tactic or ()), problem, self.device)[0]
+            exactly = ("; seq_lens would count a mixed batch's chunks exactly" if problem.seq_lens is None
+                       and problem.max_kv_len != problem.kv_len else "")
+            hit = (dataclasses.replace(dec, reason=f"{dec.reason}; the cell's fastest, {fastest.pipeline}"
+                   f"{f' {fastest.expected_us:.1f} us' if fastest.expected_us else ''}, left out: {why}{exactly}"),
+                   cell)
             if len(decided.refused) >= CACHE_LIMIT:
                 decided.refused = {}
             decided.refused[key] = hit

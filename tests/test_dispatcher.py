@@ -226,3 +226,22 @@ def test_a_reload_decides_first_the_cells_most_asked(monkeypatch):
         d.choose(p)
     d.swap_table(Table())
     assert set(d.decided.asked) == set(hot)
+
+
+def test_a_measured_winner_left_out_for_its_plan_is_named_in_the_reason():
+    """The shipped db's 32 x 16k (longest 128k) FP8 cell: fa2-tc with a fixed split measured 2.23x faster than
+    XQA, but a batch given by its statistics alone may need more chunks than FlashInfer's graph plan holds, so
+    XQA is decided; the reason said only "XQA 1.03x faster than XQA with PDL", contradicting the db."""
+    p = AttentionProblem(phase="decode", batch_size=32, kv_len=16384, max_kv_len=131072, kv_dtype="fp8",
+                         out_dtype="bf16", **SCOUT)
+    split = Pipeline("fa2-tc", "bf16", "fp8", "bf16", tactic=(("fixed_split_size", 1024),))
+    xqa = Pipeline("trtllm-xqa", "bf16", "fp8", "bf16", tactic=(("enable_pdl", False),))
+    d = Dispatcher(fixture_table([(p, [(split, 618.4), (xqa, 1381.3)])]), H200)
+    dec = d.choose(p)
+    assert dec.pipeline == xqa.id and "; the cell's fastest, fa2-tc[fixed_split_size=1024] 618.4 us, left out: " \
+        "fixed_split_size=1024 needs about 48 KV chunks" in dec.reason and "seq_lens would count" in dec.reason
+    # the layout measured, 39 chunks within the 41 held: the same problem (equal to p), asked with its lengths;
+    # it was answered from p's cache entry, as a batch whose lengths may not fit would be from this one's
+    lens = [131072] + [12684] * 31
+    exact = AttentionProblem.from_seq_lens(seq_lens=lens, phase="decode", kv_dtype="fp8", out_dtype="bf16", **SCOUT)
+    assert exact == p and d.choose(exact).pipeline == split.id and d.choose(p).pipeline == xqa.id
