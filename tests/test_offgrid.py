@@ -125,6 +125,9 @@ def test_evaluate_offgrid_scores_the_decisions_on_measured_off_grid_shapes(swept
     (row,) = [line for line in table.stdout.splitlines() if " learned " in line and "│" in line]
     assert "…" not in table.stdout and f" {v['regret_geomean']:.3f} " in row and f" {v['regret_max']:.3f} " in row
     assert res["in_sample"] == 0 and "in-sample" not in table.stderr
+    # which criterion "within" means: it counted gm 1.02 alone, beside docs that count gm and max 1.10
+    o = res["overall"]["learned"]
+    assert f"configurations within gm 1.02, {o['configs_within_gm_and_max']} also within max 1.10" in table.stdout
     # the fitted database given as the off-grid set scores every shape on its own measurement: said, not hidden
     same = tuner("evaluate", "--db", str(swept_db[0]), "--device", "cpu", "--offgrid", str(swept_db[0]))
     assert same.returncode == 0 and "were measured in" in same.stderr and "so they score the fit in-sample" in \

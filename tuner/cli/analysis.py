@@ -116,12 +116,12 @@ def evaluate(db: Db = None, device: AnalysedDev = None,
     if as_json:
         print(json.dumps(res, indent=1))
     else:
-        _print_scores(title, res)
+        _print_scores(title, res, "off-grid" if offgrid else "between-point" if between else "held-out")
     if plot is not None:
         (err if as_json else out).print(f"plots: {escape(str(page))}", soft_wrap=True)     # stdout stays JSON
 
 
-def _print_scores(title: str, res: dict[str, Any]) -> None:
+def _print_scores(title: str, res: dict[str, Any], scored: str) -> None:
     t = RichTable(title=title)
     for c in ("configuration", "method", "n", "regret gm", "p95", "max", *(f"vs {r}" for r in RULES),
               f"slower than {DEFAULT_RULE}"):
@@ -134,9 +134,10 @@ def _print_scores(title: str, res: dict[str, Any]) -> None:
     out.print(t)
     for m, v in res["overall"].items():
         out.print(f"all scored shapes, {m}: regret gm {v['regret_geomean']:.4f} over {v['n']}, max "
-                  f"{v['regret_max']:.3f}; {v['configs_within_target']} of {v['configs']} configurations within "
-                  f"{v['target']}", soft_wrap=True)
-    _print_worst(res["configs"])
+                  f"{v['regret_max']:.3f}; {v['configs_within_target']} of {v['configs']} configurations within gm "
+                  f"{v['target']}, {v['configs_within_gm_and_max']} also within max {v['target_max']:.2f}",
+                  soft_wrap=True)
+    _print_worst(res["configs"], scored=scored)
     _print_slower(res["configs"])
     if "oracle_vs_rules" not in res:
         return
@@ -151,13 +152,13 @@ def _print_scores(title: str, res: dict[str, Any]) -> None:
     out.print(o)
 
 
-def _print_worst(configs: dict, most: int = 10) -> None:
+def _print_worst(configs: dict, most: int = 10, scored: str = "held-out") -> None:
     """The held-out shapes where the learned choice lost most: where to measure more densely."""
     worst = sorted(((cfg, x) for cfg, ms in configs.items() for x in ms.get("learned", {}).get("worst", [])),
                    key=lambda cx: -cx[1]["regret"])[:most]
     if not worst:
         return
-    w = RichTable(title=f"worst held-out choices of the learned model (top {len(worst)})")
+    w = RichTable(title=f"worst {scored} choices of the learned model (top {len(worst)})")
     for c in ("configuration", "shape", "regret", "chose", "best"):
         w.add_column(c)
     for cfg, x in worst:
