@@ -309,7 +309,8 @@ def resolve_device(device: str | None, envs: list[dict[str, Any]]) -> DeviceInfo
     cc = rows[-1]["compute_capability"]
     major, _, minor = (cc or "").partition(".")
     cc_t = (int(major), int(minor or 0)) if major else None
-    return named(rows[-1]["device_name"], cc_t, rows[-1]["sm_count"] or 0)
+    return dataclasses.replace(named(rows[-1]["device_name"], cc_t, rows[-1]["sm_count"] or 0),
+                               memory_bytes=rows[-1].get("memory_bytes") or 0)
 
 
 def rule_only(device: str | None = None, *, rule: str = DEFAULT_RULE,
