@@ -196,6 +196,11 @@ def test_metrics_kernels_environments_coverage(db):
         assert sdpa["eligible"] and not xqa["eligible"] and "does not run on cpu" in xqa["reasons"][0]
         assert sdpa["maskless"] == {"cuda": {"backend": ["flash"]}}     # settings that take no attention mask
         assert c.get("/v1/kernels", params=dict(phase="decode")).status_code == 422
+        # a mixed batch's sizes are the problem's too: they were ignored, so a bad one passed unnoticed
+        mixed = dict(phase="decode", num_qo_heads=40, num_kv_heads=8, batch_size=4, kv_len=1000)
+        assert c.get("/v1/kernels", params={**mixed, "max_kv_len": 3000}).status_code == 200
+        bad = c.get("/v1/kernels", params={**mixed, "max_kv_len": 9000})
+        assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["query", "max_kv_len"]
         envs = c.get("/v1/environments").json()["environments"]
         assert envs and envs[0]["device_name"].startswith("CPU")
         cov = c.get("/v1/coverage").json()

@@ -28,7 +28,8 @@ def spec_public(spec: KernelSpec) -> dict[str, Any]:
 def kernels(ds: DispatchersDep, phase: Optional[str] = None, num_qo_heads: Optional[int] = None,
             num_kv_heads: Optional[int] = None, head_dim: int = DEFAULTS["head_dim"],
             page_size: int = DEFAULTS["page_size"], batch_size: Annotated[int, Query()] = 1,
-            kv_len: Annotated[int, Query()] = 1024, q_len: int = 1, q_dtype: str = DEFAULTS["q_dtype"],
+            kv_len: Annotated[int, Query()] = 1024, max_kv_len: int = 0, kv_balance: float = 0.0, q_len: int = 1,
+            q_dtype: str = DEFAULTS["q_dtype"],
             kv_dtype: str = DEFAULTS["kv_dtype"], out_dtype: str = DEFAULTS["out_dtype"],
             causal: bool = DEFAULTS["causal"], window_left: int = DEFAULTS["window_left"],
             has_sinks: bool = DEFAULTS["has_sinks"], device: Optional[str] = None) -> dict[str, Any]:
@@ -49,7 +50,7 @@ def kernels(ds: DispatchersDep, phase: Optional[str] = None, num_qo_heads: Optio
                                                      "and num_kv_heads together)"}])
         try:
             p = AttentionProblem(**given, head_dim=head_dim, page_size=page_size, batch_size=batch_size, kv_len=kv_len,
-                                 q_len=q_len, q_dtype=q_dtype,
+                                 max_kv_len=max_kv_len, kv_balance=kv_balance, q_len=q_len, q_dtype=q_dtype,
                                  kv_dtype=kv_dtype, out_dtype=out_dtype, causal=causal, window_left=window_left,
                                  has_sinks=has_sinks)
         except ProblemError as e:
