@@ -62,7 +62,7 @@ def test_a_resumed_search_counts_what_is_measured():
 
 def test_evaluate_replays_an_adaptive_search_beside_a_random_sample(swept_db):
     r = subprocess.run([sys.executable, "-m", "tuner", "evaluate", "--db", str(swept_db[0]), "--device", "cpu",
-                        "--adaptive", "0.5"], capture_output=True, text=True, check=True)
+                        "--adaptive", "0.5", "--json"], capture_output=True, text=True, check=True)
     res = json.loads(r.stdout)
     assert res["measured"] < res["cells"] and set(res) >= {"adaptive", "random"}
     assert all(v["regret_geomean"] >= 1.0 for v in res["adaptive"].values())
@@ -74,6 +74,11 @@ def test_evaluate_replays_an_adaptive_search_beside_a_random_sample(swept_db):
     assert min(gms) * (1 - 1e-12) <= pooled["regret_geomean"] <= max(gms) * (1 + 1e-12)
     assert pooled["configs_within_target"] == sum(v["regret_geomean"] <= 1.02 for v in res["adaptive"].values())
     assert res["random_overall"]["n"] == sum(v["n"] for v in res["random"].values())
+    # without --json a table and the pooled lines, as every other evaluation prints (it was ~4,700 JSON lines)
+    text = subprocess.run([sys.executable, "-m", "tuner", "evaluate", "--db", str(swept_db[0]), "--device", "cpu",
+                           "--adaptive", "0.5"], capture_output=True, text=True, check=True).stdout
+    assert not text.lstrip().startswith("{") and f"adaptive: regret gm {pooled['regret_geomean']:.4f} over " \
+        f"{pooled['n']}" in text and "random: regret gm" in text, text
     bad = subprocess.run([sys.executable, "-m", "tuner", "evaluate", "--db", str(swept_db[0]), "--adaptive", "1.5"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "budget fraction 1.5 is out of range" in bad.stderr

@@ -59,7 +59,7 @@ def test_evaluate_plot_refuses_a_replay_it_cannot_draw(swept_db, tmp_path):
                         "--adaptive", "0.5", "--plot", str(tmp_path / "ev")], capture_output=True, text=True)
     assert r.returncode != 0 and "--plot draws a hold-out" in r.stderr and not (tmp_path / "ev").exists()
     r = subprocess.run([sys.executable, "-m", "tuner", "evaluate", "--db", str(swept_db[0]), "--device", "cpu",
-                        "--adaptive", "0.5"], capture_output=True, text=True)
+                        "--adaptive", "0.5", "--json"], capture_output=True, text=True)
     assert r.returncode == 0 and '"adaptive"' in r.stdout and '"shapes"' not in r.stdout   # rows only for plots
     (tmp_path / "file").write_text("")
     r = subprocess.run([sys.executable, "-m", "tuner", "evaluate", "--db", str(swept_db[0]), "--device", "cpu",

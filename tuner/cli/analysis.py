@@ -84,7 +84,10 @@ def evaluate(db: Db = None, device: AnalysedDev = None,
         for name in ("overall", "adaptive_overall", "random_overall"):
             if name in res:
                 res[name] = res[name]["learned"]
-        print(json.dumps(res, indent=1))
+        if as_json:
+            print(json.dumps(res, indent=1))
+        else:
+            _print_sampled(res)
         return
     if offgrid is not None:
         res = ev.evaluate_offgrid(db, offgrid, device, config=config, shapes=plot is not None, measured_on=measured_on,
@@ -119,6 +122,26 @@ def evaluate(db: Db = None, device: AnalysedDev = None,
         _print_scores(title, res, "off-grid" if offgrid else "between-point" if between else "held-out")
     if plot is not None:
         (err if as_json else out).print(f"plots: {escape(str(page))}", soft_wrap=True)     # stdout stays JSON
+
+
+def _print_sampled(res: dict[str, Any]) -> None:
+    """--adaptive / --train: per configuration, then pooled; the whole result with --json."""
+    pairs = ([("adaptive", "adaptive_overall"), ("random", "random_overall")] if "adaptive" in res
+             else [("configs", "overall")])
+    t = RichTable(title=f"{res['device']}: fitted on {res['measured']} of {res['cells']} measured cells, scored on "
+                        "the rest" + (f" (trained on {res['train_db']})" if "train_db" in res else ""))
+    for c in ("configuration", *(("adaptive", "random") if "adaptive" in res else ("learned",))):
+        t.add_column(c)
+    for cfg in res[pairs[0][0]]:
+        t.add_row(cfg, *(f"{v['regret_geomean']:.3f} (max {v['regret_max']:.2f}, n {v['n']})"
+                         if (v := res[name].get(cfg)) else "-" for name, _ in pairs))
+    out.print(t)
+    for name, pooled in pairs:
+        o = res[pooled]
+        out.print(f"{'learned' if name == 'configs' else name}: regret gm {o['regret_geomean']:.4f} over {o['n']}, "
+                  f"max {o['regret_max']:.3f}; {o['configs_within_target']} of {o['configs']} configurations within "
+                  f"gm {o['target']}, {o['configs_within_gm_and_max']} also within max {o['target_max']:.2f}",
+                  soft_wrap=True)
 
 
 def _print_scores(title: str, res: dict[str, Any], scored: str) -> None:

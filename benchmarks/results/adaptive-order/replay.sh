@@ -6,7 +6,7 @@ cd "${1:-.}" || exit 1
 for g in /tmp/grids/h200-2026-12-03c_call2-sweep.db /tmp/grids/h200-2026-12-04b_callBC-grid.db \
          /tmp/grids/h200-2026-12-04c_callA-warm-grid.db /tmp/grids/h200-2026-12-04c_callB-cold-grid.db \
          /tmp/grids/h200-2026-12-04c_callC-warm-grid.db "$db_here"; do
-  PYTHONPATH=. /work/main/.venv/bin/python -m tuner evaluate --db "$g" --device "NVIDIA H200" --adaptive 0.33 |
+  PYTHONPATH=. /work/main/.venv/bin/python -m tuner evaluate --db "$g" --device "NVIDIA H200" --adaptive 0.33 --json |
   python3 -c "
 import json, sys
 d = json.load(sys.stdin)
