@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections import Counter
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -24,7 +24,7 @@ from .table import KEEP_RULE_SPREADS, Lent, Ranking, Table, rank
 
 CACHE_LIMIT = 65536   # distinct buckets remembered; bounded so hostile traffic cannot grow memory
 MISS_LIMIT = 4096     # distinct missed cells counted between flushes
-REDECIDE_CELLS = 256      # cells decided again before a reload's swap (~4 ms each), those most asked first
+REDECIDE_S = 1.0          # a reload's time for deciding the asked cells again before its swap (~4 ms a cell)
 
 Hit = tuple[Decision, AttentionProblem]     # a decision and the cell it was made for
 
@@ -87,8 +87,16 @@ class Dispatcher:
 
     def _first_decision(self, decided: Decided, problem: AttentionProblem) -> Hit:
         hit = self._cell_decision(decided, problem)
-        if self._refuses(hit[0].kernel, hit[0].tactic, problem):     # this problem's plan would be refused
-            hit = self._without_refused(decided, problem, hit[1], hit[0])
+        fastest = hit[0]
+        if self._refuses(fastest.kernel, fastest.tactic, problem):     # this problem's plan would be refused
+            dec, cell = self._without_refused(decided, problem, hit[1])
+            # said for this problem (whether its lengths were given), not for the first one of its cell
+            why = tactic_reasons(self.registry[fastest.kernel], dict(fastest.tactic or ()), problem, self.device)
+            exactly = ("; seq_lens would count a mixed batch's chunks exactly" if problem.seq_lens is None
+                       and problem.max_kv_len != problem.kv_len else "")
+            took = f" {fastest.expected_us:.1f} us" if fastest.expected_us else ""
+            hit = (dataclasses.replace(dec, reason=f"{dec.reason}; the cell's fastest, {fastest.pipeline}{took}, "
+                                                   f"left out: {why[0]}{exactly}"), cell)
         return hit
 
     def _cell_decision(self, decided: Decided, problem: AttentionProblem) -> Hit:
@@ -127,16 +135,21 @@ class Dispatcher:
         return self.decided.table.lent
 
     def swap_table(self, table: Table) -> None:
-        """Replace the table. The model is fitted to it and the cells of the problems asked so far (the
-        REDECIDE_CELLS holding the most of them) are decided from it first, here, with those problems, so
-        that the caller's next choose() of them stays a lookup; then one assignment swaps it all (Decided)."""
+        """Replace the table. The model is fitted to it and the problems asked so far are decided from it
+        first, here, cell by cell (those holding the most distinct problems first, then the earliest asked),
+        for up to REDECIDE_S, so that the caller's next choose() of them stays a lookup; then one assignment
+        swaps it all (Decided). The choose() calls themselves are not counted: that would cost the hot path."""
         new = Decided(table, self.predictor.fit(table, self.device, self.registry))
-        asked = list(self.decided.asked.items())
-        cells = {cell for cell, _ in Counter(cell for _, (_, cell) in asked).most_common(REDECIDE_CELLS)}
-        for key, (_, cell) in asked:
-            if cell in cells:
+        by_cell: dict[AttentionProblem, list[Any]] = {}
+        for key, (_, cell) in list(self.decided.asked.items()):
+            by_cell.setdefault(cell, []).append(key)
+        end = time.perf_counter() + REDECIDE_S
+        for keys in sorted(by_cell.values(), key=len, reverse=True):      # stable: the earliest asked first
+            for key in keys:
                 with contextlib.suppress(Exception):    # its next choose() decides it, and raises what it raises
                     new.asked[key] = self._first_decision(new, key[0] if isinstance(key, tuple) else key)
+            if time.perf_counter() > end:
+                break
         self.decided = new
 
     # -- off the fast path: once per cell ----------------------------------------------
@@ -145,8 +158,7 @@ class Dispatcher:
         spec = self.registry.get(kernel)
         return bool(spec and tactic and tactic_reasons(spec, dict(tactic), problem, self.device))
 
-    def _without_refused(self, decided: Decided, problem: AttentionProblem, cell: AttentionProblem,
-                         fastest: Decision) -> Hit:
+    def _without_refused(self, decided: Decided, problem: AttentionProblem, cell: AttentionProblem) -> Hit:
         """The cell's decision among the pipelines whose tactic `problem` can plan (registry.tactic_reasons),
         decided once per cell and set of refused pipelines."""
         refused = frozenset(c.id for c in candidates(self.registry, cell, self.device)
@@ -154,14 +166,7 @@ class Dispatcher:
         key = (problem.cell_key(), refused)
         hit = decided.refused.get(key)
         if hit is None:
-            dec = self._decide(decided, cell, problem, refused)
-            spec = self.registry[fastest.kernel]
-            why = tactic_reasons(spec, dict(fastest.tactic or ()), problem, self.device)[0]
-            exactly = ("; seq_lens would count a mixed batch's chunks exactly" if problem.seq_lens is None
-                       and problem.max_kv_len != problem.kv_len else "")
-            hit = (dataclasses.replace(dec, reason=f"{dec.reason}; the cell's fastest, {fastest.pipeline}"
-                   f"{f' {fastest.expected_us:.1f} us' if fastest.expected_us else ''}, left out: {why}{exactly}"),
-                   cell)
+            hit = (self._decide(decided, cell, problem, refused), cell)
             if len(decided.refused) >= CACHE_LIMIT:
                 decided.refused = {}
             decided.refused[key] = hit

@@ -214,11 +214,11 @@ def test_a_reload_decides_the_asked_problems_before_the_swap_not_on_the_next_cho
     assert dec.pipeline == fa2.id and dec.expected_us == 10.0 and d.table is d.decided.table
 
 
-def test_a_reload_decides_first_the_cells_most_asked(monkeypatch):
-    """Not the latest asked: a batch size captured at start-up and asked every step since must not lose out
-    to newer, rarer shapes."""
+def test_a_reload_decides_first_the_cells_holding_most_problems(monkeypatch):
+    """Within its time (REDECIDE_S; 0 here: one cell), the cell most problems were asked of goes first, not
+    the latest asked; among equals the earliest asked, as a batch size captured at start-up."""
     import dispatcher.dispatch as dispatch
-    monkeypatch.setattr(dispatch, "REDECIDE_CELLS", 1)
+    monkeypatch.setattr(dispatch, "REDECIDE_S", 0.0)
     hot = [small(**SCOUT, kv_dtype="fp8", out_dtype="bf16", batch_size=8, kv_len=k) for k in (2048, 2050, 2052)]
     rare = small(**SCOUT, kv_dtype="fp8", out_dtype="bf16", batch_size=3, kv_len=900)
     d = Dispatcher(Table(), H200)
@@ -245,3 +245,18 @@ def test_a_measured_winner_left_out_for_its_plan_is_named_in_the_reason():
     lens = [131072] + [12684] * 31
     exact = AttentionProblem.from_seq_lens(seq_lens=lens, phase="decode", kv_dtype="fp8", out_dtype="bf16", **SCOUT)
     assert exact == p and d.choose(exact).pipeline == split.id and d.choose(p).pipeline == xqa.id
+
+
+def test_the_left_out_note_is_said_for_each_problem_not_the_first_of_its_cell():
+    """A review: the note was cached with the cell's decision, so a problem given its lengths was told
+    "about 48 chunks ... seq_lens would count them exactly" from a problem asked before without them."""
+    p = AttentionProblem(phase="decode", batch_size=32, kv_len=16384, max_kv_len=131072, kv_dtype="fp8",
+                         out_dtype="bf16", **SCOUT)
+    split = Pipeline("fa2-tc", "bf16", "fp8", "bf16", tactic=(("fixed_split_size", 1024),))
+    xqa = Pipeline("trtllm-xqa", "bf16", "fp8", "bf16", tactic=(("enable_pdl", False),))
+    d = Dispatcher(fixture_table([(p, [(split, 618.4), (xqa, 1381.3)])]), H200)
+    assert "needs about 48 KV chunks" in d.choose(p).reason
+    lens = [131072] + [16400] * 10 + [10915] * 21                   # 49 chunks: refused, counted exactly
+    exact = d.choose(AttentionProblem.from_seq_lens(seq_lens=lens, phase="decode", kv_dtype="fp8",
+                                                    out_dtype="bf16", **SCOUT))
+    assert exact.pipeline == xqa.id and "needs 49 KV chunks" in exact.reason and "seq_lens would" not in exact.reason
