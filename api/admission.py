@@ -12,6 +12,11 @@ def max_sweep_bytes(device: DeviceInfo) -> int:
     return device.memory_bytes // 4 if device.kind == "cuda" else 2 * 2**30
 
 
+def gpu_memory_for(p: AttentionProblem) -> int:
+    """The least GPU memory on which a sweep may measure `p` (max_sweep_bytes the other way round)."""
+    return 4 * working_bytes(p)
+
+
 def too_big(p: AttentionProblem, device: DeviceInfo) -> str | None:
     """Why `p` may not be swept on `device` (its size), or None."""
     limit = max_sweep_bytes(device)

@@ -88,10 +88,10 @@ class Dispatcher:
     def _first_decision(self, decided: Decided, problem: AttentionProblem) -> Hit:
         hit = self._cell_decision(decided, problem)
         fastest = hit[0]
-        if self._refuses(fastest.kernel, fastest.tactic, problem):     # this problem's plan would be refused
+        why = self._refusals(fastest.kernel, fastest.tactic, problem)
+        if why:                                     # this problem's plan would be refused
             dec, cell = self._without_refused(decided, problem, hit[1])
             # said for this problem (whether its lengths were given), not for the first one of its cell
-            why = tactic_reasons(self.registry[fastest.kernel], dict(fastest.tactic or ()), problem, self.device)
             exactly = ("; seq_lens would count a mixed batch's chunks exactly" if problem.seq_lens is None
                        and problem.max_kv_len != problem.kv_len else "")
             took = f" {fastest.expected_us:.1f} us" if fastest.expected_us else ""
@@ -153,16 +153,16 @@ class Dispatcher:
         self.decided = new
 
     # -- off the fast path: once per cell ----------------------------------------------
-    def _refuses(self, kernel: str, tactic: Any, problem: AttentionProblem) -> bool:
-        """Whether `problem` cannot plan `kernel` with `tactic` (registry.tactic_reasons)."""
+    def _refusals(self, kernel: str, tactic: Any, problem: AttentionProblem) -> list[str]:
+        """Why `problem` cannot plan `kernel` with `tactic` (registry.tactic_reasons); empty where it can."""
         spec = self.registry.get(kernel)
-        return bool(spec and tactic and tactic_reasons(spec, dict(tactic), problem, self.device))
+        return tactic_reasons(spec, dict(tactic), problem, self.device) if spec and tactic else []
 
     def _without_refused(self, decided: Decided, problem: AttentionProblem, cell: AttentionProblem) -> Hit:
         """The cell's decision among the pipelines whose tactic `problem` can plan (registry.tactic_reasons),
         decided once per cell and set of refused pipelines."""
         refused = frozenset(c.id for c in candidates(self.registry, cell, self.device)
-                            if self._refuses(c.kernel, c.tactic, problem))
+                            if self._refusals(c.kernel, c.tactic, problem))
         key = (problem.cell_key(), refused)
         hit = decided.refused.get(key)
         if hit is None:

@@ -74,8 +74,12 @@ class _Derived(tuple):  # type: ignore[type-arg]
 
 
 def _flag(field: str, value: Any) -> bool:
-    if isinstance(value, bool) or str(value).lower() in ("true", "1", "yes", "false", "0", "no"):
-        return value if isinstance(value, bool) else str(value).lower() in ("true", "1", "yes")
+    if isinstance(value, bool):
+        return value
+    if str(value).lower() in ("true", "1", "yes"):
+        return True
+    if str(value).lower() in ("false", "0", "no"):
+        return False
     raise ProblemError(field, f"{field} {value!r} is not a boolean; use true or false")
 
 
@@ -127,13 +131,13 @@ class AttentionProblem:
             if self.phase == "prefill":
                 raise ProblemError("q_len", "q_len is required for prefill (the new tokens per request; 1 for one)")
             put("q_len", 1)
-        if self.q_dtype in ("", None):                # an fp16 model's query is fp16, not bf16
-            put("q_dtype", "fp16" if "fp16" in {_dtype(f, getattr(self, f)) for f in ("kv_dtype", "out_dtype")}
-                else "bf16")
         for f in LIMITS:
             put(f, _int(f, getattr(self, f)))
-        for f in ("q_dtype", "kv_dtype", "out_dtype"):
-            put(f, _dtype(f, getattr(self, f)))
+        for f in ("kv_dtype", "out_dtype", "q_dtype"):
+            if f == "q_dtype" and self.q_dtype in ("", None):     # an fp16 model's query is fp16, not bf16
+                put(f, "fp16" if "fp16" in (self.kv_dtype, self.out_dtype) else "bf16")
+            else:
+                put(f, _dtype(f, getattr(self, f)))
         for f in ("causal", "has_sinks"):
             put(f, _flag(f, getattr(self, f)))
         if self.num_qo_heads % self.num_kv_heads:
@@ -219,7 +223,8 @@ class AttentionProblem:
     # computed once: the dispatcher's caches hash and compare problems on every call, often a new but
     # equal object each time (the dataclass's own __eq__ built two 14-tuples per comparison)
     def __hash__(self) -> int:
-        return self.__dict__["_hash"]  # type: ignore[no-any-return]
+        h: int = self.__dict__["_hash"]
+        return h
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, AttentionProblem):

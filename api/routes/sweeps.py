@@ -8,9 +8,8 @@ from fastapi import APIRouter, HTTPException
 
 from dispatcher import AttentionProblem
 from tuner.library import SweepRequest, SweepRequestError, sweep_problems
-from tuner.sizes import working_bytes
 
-from ..admission import too_big
+from ..admission import gpu_memory_for, too_big
 from ..auth import Writer
 from ..deps import JobsDep
 from ..jobs import JobKind, JobManager, QueueFull
@@ -63,7 +62,7 @@ def create(body: SweepCreate, jobs: JobsDep) -> dict[str, Any]:
         if why is not None and kind == "problems":
             raise invalid(f"problem {i} {why}", ["body", "problems", i], "too_big")
         if why is not None:                 # a preset's point: which one, and how to leave it out
-            gpu = f"a GPU of {math.ceil(4 * working_bytes(p) / 2**30)} GiB or more"
+            gpu = f"a GPU of {math.ceil(gpu_memory_for(p) / 2**30)} GiB or more"
             how = (f"the mixed grid's batches are this large whatever the options: sweep it on {gpu}"
                    if body.grid == "mixed" else f"narrow the grid (grid, tp, phases, dtypes or page_sizes) or sweep "
                    f"on {gpu}")

@@ -137,11 +137,14 @@ def _print_sampled(res: dict[str, Any]) -> None:
                          if (v := res[name].get(cfg)) else "-" for name, _ in pairs))
     out.print(t)
     for name, pooled in pairs:
-        o = res[pooled]
-        out.print(f"{'learned' if name == 'configs' else name}: regret gm {o['regret_geomean']:.4f} over {o['n']}, "
-                  f"max {o['regret_max']:.3f}; {o['configs_within_target']} of {o['configs']} configurations within "
-                  f"gm {o['target']}, {o['configs_within_gm_and_max']} also within max {o['target_max']:.2f}",
-                  soft_wrap=True)
+        out.print(_pooled_line("learned" if name == "configs" else name, res[pooled]), soft_wrap=True)
+
+
+def _pooled_line(label: str, o: dict[str, Any]) -> str:
+    """A method's regret over every scored shape, and how many configurations meet each target."""
+    return (f"{label}: regret gm {o['regret_geomean']:.4f} over {o['n']}, max {o['regret_max']:.3f}; "
+            f"{o['configs_within_target']} of {o['configs']} configurations within gm {o['target']}, "
+            f"{o['configs_within_gm_and_max']} also within max {o['target_max']:.2f}")
 
 
 def _print_scores(title: str, res: dict[str, Any], scored: str) -> None:
@@ -156,10 +159,7 @@ def _print_scores(title: str, res: dict[str, Any], scored: str) -> None:
                       str(v[f"slower_than_{DEFAULT_RULE}"]))
     out.print(t)
     for m, v in res["overall"].items():
-        out.print(f"all scored shapes, {m}: regret gm {v['regret_geomean']:.4f} over {v['n']}, max "
-                  f"{v['regret_max']:.3f}; {v['configs_within_target']} of {v['configs']} configurations within gm "
-                  f"{v['target']}, {v['configs_within_gm_and_max']} also within max {v['target_max']:.2f}",
-                  soft_wrap=True)
+        out.print(_pooled_line(f"all scored shapes, {m}", v), soft_wrap=True)
     _print_worst(res["configs"], scored=scored)
     _print_slower(res["configs"])
     if "oracle_vs_rules" not in res:

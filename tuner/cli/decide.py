@@ -75,7 +75,6 @@ def decide(
     if phase == "prefill" and q_len is None:        # one new token per request is rarely what was meant
         raise ValueError("--q-len is required for prefill (the new tokens per request); pass --q-len 1 for one "
                          "new token")
-    q_len = DEFAULTS["q_len"] if q_len is None else q_len
     fields = dict(phase=phase, num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
                   page_size=page_size, q_len=q_len, q_dtype=q_dtype, kv_dtype=kv_dtype, out_dtype=out_dtype,
                   causal=causal, window_left=window_left, has_sinks=has_sinks)
