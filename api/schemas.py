@@ -81,6 +81,24 @@ class ProblemIn(BaseModel):
 
 class ProblemQuery(ProblemIn):
     device: Optional[str] = Field(None, description="auto | cpu | cuda[:N] | a device name in the database")
+    explain: bool = Field(False, description="also what the decision was chosen from (slower: for reading, not "
+                                             "serving)")
+
+
+class ConsideredPublic(BaseModel):
+    pipeline: str
+    us: Optional[float] = Field(description="the time the decision compared: measured at the problem's cell or "
+                                            "predicted at its sizes")
+    relerr: Optional[float]
+    note: str = Field(description="chosen, why it was passed over, or empty")
+    rule: bool = Field(description="the built-in rule's pick")
+
+
+class ExplanationPublic(BaseModel):
+    timings: str = Field(description="where the times come from")
+    considered: list[ConsideredPublic] = Field(description="every pipeline the problem could run, fastest first")
+    ineligible: dict[str, list[str]] = Field(description="each kernel that cannot serve the problem, with why")
+    rule: str
 
 
 class DecisionPublic(BaseModel):
@@ -96,6 +114,7 @@ class DecisionPublic(BaseModel):
     q_quant: bool
     out_quant: bool
     relerr: Optional[float]
+    explain: Optional[ExplanationPublic] = Field(None, description="with ?explain=true: what it was chosen from")
 
 
 class DecisionsRequest(BaseModel):

@@ -12,6 +12,7 @@ from . import store
 from .cells import CELLS_PER_OCTAVE
 from .decision import Decision, Source
 from .device import KNOWN, DeviceInfo, describe, folded, named
+from .explain import Explanation, explain
 from .measurements import borrowing, held_elsewhere, read_rows, read_table, table_for  # noqa: F401 (their home was here)
 from .pipeline import Pipeline, candidates
 from .policy import max_relerr as relerr_budget
@@ -88,7 +89,7 @@ class Dispatcher:
     def _first_decision(self, decided: Decided, problem: AttentionProblem) -> Hit:
         hit = self._cell_decision(decided, problem)
         fastest = hit[0]
-        why = self._refusals(fastest.kernel, fastest.tactic, problem)
+        why = self.plan_refusals(fastest.kernel, fastest.tactic, problem)
         if why:                                     # this problem's plan would be refused
             dec, cell = self._without_refused(decided, problem, hit[1])
             # said for this problem (whether its lengths were given), not for the first one of its cell
@@ -109,6 +110,10 @@ class Dispatcher:
                 decided.cells = {}
             decided.cells[key] = hit
         return hit
+
+    def explain(self, problem: AttentionProblem) -> Explanation:
+        """choose(problem) with every pipeline it was chosen from and each kernel that cannot serve it."""
+        return explain(self, problem)
 
     def take_misses(self) -> dict[AttentionProblem, tuple[str, int]]:
         """The counts since the last call, by cell with the source that answered them."""
@@ -153,7 +158,7 @@ class Dispatcher:
         self.decided = new
 
     # -- off the fast path: once per cell ----------------------------------------------
-    def _refusals(self, kernel: str, tactic: Any, problem: AttentionProblem) -> list[str]:
+    def plan_refusals(self, kernel: str, tactic: Any, problem: AttentionProblem) -> list[str]:
         """Why `problem` cannot plan `kernel` with `tactic` (registry.tactic_reasons); empty where it can."""
         spec = self.registry.get(kernel)
         return tactic_reasons(spec, dict(tactic), problem, self.device) if spec and tactic else []
@@ -162,7 +167,7 @@ class Dispatcher:
         """The cell's decision among the pipelines whose tactic `problem` can plan (registry.tactic_reasons),
         decided once per cell and set of refused pipelines."""
         refused = frozenset(c.id for c in candidates(self.registry, cell, self.device)
-                            if self._refusals(c.kernel, c.tactic, problem))
+                            if self.plan_refusals(c.kernel, c.tactic, problem))
         key = (problem.cell_key(), refused)
         hit = decided.refused.get(key)
         if hit is None:
@@ -193,15 +198,15 @@ class Dispatcher:
             at = (table.lent.own_at if mine and table.lent else table.measured_at).get(p, p)
             # measured on another GPU is not measured here: `measured` stays a promise about this device
             on = "" if mine else lent(p, True)
-            return self._from_ranking(ranking, "learned" if on else "measured", budget, f"measured at {_sizes(at)}{on}")
+            return self._from_ranking(ranking, "learned" if on else "measured", budget, f"measured at {at.sizes()}{on}")
         if self.learned:
             rough = model.uses_ragged_prior(p)
             factor = keep_factor(model, p, rough)
             ranking = rank(model.predict(p), budget, pick.id, allowed, KEEP_RULE_SPREADS * factor)
             if ranking is not None:
-                where = (f"predicted at {_sizes(p)} from uniform batches at the mean, plus the longest "
+                where = (f"predicted at {p.sizes()} from uniform batches at the mean, plus the longest "
                          "request alone where a kernel's time follows it" if rough
-                         else f"predicted at {_sizes(p)} from measured neighbours"
+                         else f"predicted at {p.sizes()} from measured neighbours"
                          + (f" (a batch size never measured: the rule stands within {factor:g}x the keep margin)"
                             if factor != 1 else ""))
                 if rough and (n := model.mixed_residuals(p, ranking.winner.pipeline.id)):
@@ -214,7 +219,7 @@ class Dispatcher:
         for near in model.neighbours(p):
             ranking = rank(table.timings(near), budget, pick.id, allowed)
             if ranking is not None:
-                where = f"nearest measured shape {_sizes(near)}{beyond_measured(table, p)}{lent(near, True)}"
+                where = f"nearest measured shape {near.sizes()}{beyond_measured(table, p)}{lent(near, True)}"
                 return self._from_ranking(ranking, "nearest", budget, where)
         over = sorted(t.pipeline.id for t in here if t.relerr is not None and t.relerr > budget)
         if over:
@@ -277,12 +282,6 @@ def beyond_measured(table: Table, p: AttentionProblem) -> str:
 
 
 LATTICE_STEP = 2 ** (1 / CELLS_PER_OCTAVE)     # a size within a cell of the measured ones is among them
-
-
-def _sizes(p: AttentionProblem) -> str:
-    top = f" max_kv_len={p.max_kv_len}" if p.max_kv_len != p.kv_len else ""
-    top += f" kv_balance={p.kv_balance:.3f}" if p.kv_balance else ""
-    return f"batch_size={p.batch_size} q_len={p.q_len} kv_len={p.kv_len}{top}"
 
 
 LOCAL = ("auto", "cpu", "cuda")

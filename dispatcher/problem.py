@@ -329,6 +329,12 @@ class AttentionProblem:
             out["seq_lens"] = list(self.seq_lens)
         return out
 
+    def sizes(self) -> str:
+        """Its sizes as fields, as decisions' reasons name them."""
+        top = f" max_kv_len={self.max_kv_len}" if self.max_kv_len != self.kv_len else ""
+        top += f" kv_balance={self.kv_balance:.3f}" if self.kv_balance else ""
+        return f"batch_size={self.batch_size} q_len={self.q_len} kv_len={self.kv_len}{top}"
+
     def describe(self) -> str:
         """The problem in one short line, as it was asked (not its bucket)."""
         sizes = f"batch {self.batch_size} x kv {self.kv_len}"

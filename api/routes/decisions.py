@@ -20,7 +20,7 @@ def unprocessable(e: ProblemError, loc: Loc) -> HTTPException:
 
 def to_problem(p: ProblemIn, loc: Loc) -> AttentionProblem:
     """The problem of a request: by its sizes, or by its requests' lengths (seq_lens)."""
-    data = p.model_dump(exclude={"device"}, exclude_none=True)
+    data = p.model_dump(exclude={"device", "explain"}, exclude_none=True)
     try:
         if "seq_lens" in data:
             return AttentionProblem.from_dict(data)
@@ -41,18 +41,24 @@ def unservable(e: LookupError, loc: Loc) -> HTTPException:
     return HTTPException(422, detail=[{"loc": loc, "msg": str(e), "type": "no_kernel"}])
 
 
-@router.get("/decision", response_model=DecisionPublic)
+@router.get("/decision", response_model=DecisionPublic, response_model_exclude_unset=True)
 def decision(q: Annotated[ProblemQuery, Query()], ds: DispatchersDep, request: Request) -> dict[str, Any]:
-    """The pipeline to run for one problem."""
+    """The pipeline to run for one problem; with explain=true also every pipeline it was chosen from (the
+    time compared, why any was passed over) and why each other kernel cannot serve it."""
     problem = to_problem(q, ["query"])
     try:
-        dec = ds.get(q.device).choose(problem)
+        d = ds.get(q.device)
+        if q.explain:
+            e = d.explain(problem)
+            dec, explained = e.decision, e.to_dict()
+        else:
+            dec, explained = d.choose(problem), None
     except ValueError as e:
         raise device_error(e) from None
     except LookupError as e:
         raise unservable(e, ["query"]) from None
     request.app.state.metrics.decisions[dec.source] += 1
-    return dec.to_dict()
+    return dec.to_dict() if explained is None else {**dec.to_dict(), "explain": explained}
 
 
 @router.post("/decisions", response_model=DecisionsPublic)

@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.markup import escape
+from rich.table import Table as RichTable
 
-from dispatcher import AttentionProblem
+from dispatcher import AttentionProblem, Dispatcher
+from dispatcher.explain import Explanation
 from dispatcher.problem import DEFAULTS, LIMITS
 
 from .. import library
@@ -45,6 +47,9 @@ def decide(
     input: Annotated[Optional[str], typer.Option("--input", help="JSON lines of problems ('-': stdin); one decision "
                                                                  "per line out")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the decision as JSON")] = False,
+    explain: Annotated[bool, typer.Option("--explain", help="also every pipeline it was chosen from, with the time "
+                                                            "compared, and why each other kernel cannot serve it")
+                       ] = False,
     device: Dev = None,
     db: DecideDb = None,
 ):
@@ -55,14 +60,14 @@ def decide(
     if input is not None and seq_lens is not None:
         raise ValueError("--seq-lens and --input are two ways to give problems; give one")
     if input is not None:
-        given = given_flags(ctx, lambda name: name not in ("input", "as_json", "device", "db"))
+        given = given_flags(ctx, lambda name: name not in ("input", "as_json", "explain", "device", "db"))
         if given:
             raise ValueError(f"{given[0]} describes one problem; with --input each line gives its own "
                              "fields: put it in the lines, or leave --input out")
         d = None                      # loaded at the first problem: a bad line is reported as such
         for prob in iter_problems(input):
             d = d or dispatcher_for(db, device)
-            print(json.dumps(d.choose(prob).to_dict()), flush=True)
+            print(json.dumps(decision_json(d, prob, explain)), flush=True)
         if d is None:
             dispatcher_for(db, device)
             err.print(f"--input {input} held no problems: nothing decided", highlight=False)
@@ -86,10 +91,11 @@ def decide(
     else:
         prob = AttentionProblem(**fields, batch_size=batch_size, kv_len=kv_len, max_kv_len=max_kv_len or 0,
                                 kv_balance=kv_balance or 0.0)
-    dec = dispatcher_for(db, device).choose(prob)
+    d = dispatcher_for(db, device)
     if as_json:
-        print(json.dumps(dec.to_dict()))
+        print(json.dumps(decision_json(d, prob, explain)))
         return
+    dec = d.choose(prob)
     us = f"{dec.expected_us:.1f} us" if dec.expected_us is not None else "no estimate"
     out.print(f"[bold]{escape(dec.pipeline)}[/] on {escape(dec.device)} ({dec.source}, {us})", highlight=False)
     query = f"quantized to {dec.q_dtype}" if dec.q_quant else f"{dec.q_dtype}, as given"
@@ -97,6 +103,31 @@ def decide(
         "quantized to FP8 after it" if dec.out_quant else "as the kernel writes it")
     out.print(f"  query: {query}   output: {output}", highlight=False)
     out.print(f"  why: {escape(dec.reason)}", highlight=False, soft_wrap=True)
+    if explain:
+        print_explanation(d.explain(prob))
+
+
+def decision_json(d: Dispatcher, prob: AttentionProblem, explain: bool) -> dict[str, Any]:
+    if not explain:
+        return d.choose(prob).to_dict()
+    e = d.explain(prob)
+    return {**e.decision.to_dict(), "explain": e.to_dict()}
+
+
+def print_explanation(e: Explanation) -> None:
+    t = RichTable(title=f"pipelines considered; times {e.timings}", title_justify="left")
+    for col in ("pipeline", "us", "vs chosen", "relerr", "note"):
+        t.add_column(col, justify="right" if col in ("us", "vs chosen", "relerr") else "left")
+    chosen = e.decision.expected_us
+    for c in e.considered:
+        note = "; ".join(filter(None, (c.note, f"{e.rule}'s pick" if c.rule else "")))
+        t.add_row(escape(c.pipeline), f"{c.us:.1f}" if c.us is not None else "-",
+                  f"{c.us / chosen:.2f}x" if c.us is not None and chosen else "-",
+                  f"{c.relerr:.3g}" if c.relerr is not None else "-", escape(note))
+    out.print(t)
+    for kernel, reasons in e.ineligible.items():
+        out.print(f"  {escape(kernel)} cannot serve it: {escape('; '.join(reasons))}", highlight=False,
+                  soft_wrap=True)
 
 
 def parse_lengths(text: str) -> list[int]:
