@@ -8,8 +8,8 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from dispatcher import Dispatcher, load
-from dispatcher.dispatch import default_timing_mode, device_of
 from dispatcher.live import Live, keep_fresh
+from dispatcher.resolve import default_timing_mode, device_of
 from dispatcher.store import DbPath
 
 from .jobs import JobManager

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from dispatcher import StoreError, store
 from dispatcher.device import DeviceInfo, folded
-from dispatcher.dispatch import default_timing_mode
 from dispatcher.problem import AttentionProblem
+from dispatcher.resolve import default_timing_mode
 from dispatcher.table import problem_of
 from tuner.clock import time_left
 

@@ -87,15 +87,15 @@ class ProblemQuery(ProblemIn):
 
 class ConsideredPublic(BaseModel):
     pipeline: str
-    us: Optional[float] = Field(description="the time the decision compared: measured at the problem's cell or "
-                                            "predicted at its sizes")
+    us: Optional[float] = Field(description="the time the decision ranked: measured at the problem's cell, "
+                                            "predicted at its sizes, or the nearest measured shape's")
     relerr: Optional[float]
     note: str = Field(description="chosen, why it was passed over, or empty")
-    rule: bool = Field(description="the built-in rule's pick")
+    rule_pick: bool = Field(description="the built-in rule's pick")
 
 
 class ExplanationPublic(BaseModel):
-    timings: str = Field(description="where the times come from")
+    timings: str = Field(description="where the times come from (or why the rule decides)")
     considered: list[ConsideredPublic] = Field(description="every pipeline the problem could run, fastest first")
     ineligible: dict[str, list[str]] = Field(description="each kernel that cannot serve the problem, with why")
     rule: str
@@ -114,7 +114,10 @@ class DecisionPublic(BaseModel):
     q_quant: bool
     out_quant: bool
     relerr: Optional[float]
-    explain: Optional[ExplanationPublic] = Field(None, description="with ?explain=true: what it was chosen from")
+
+
+class DecisionExplainedPublic(DecisionPublic):
+    explain: Optional[ExplanationPublic] = Field(None, description="with explain=true: what it was chosen from")
 
 
 class DecisionsRequest(BaseModel):

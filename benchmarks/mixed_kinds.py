@@ -13,7 +13,8 @@ from collections import defaultdict
 
 from mixed import TAIL_LONG, TAIL_SHORT  # how benchmarks/mixed.py draws a tail batch
 
-from dispatcher.dispatch import default_timing_mode, read_rows
+from dispatcher.measurements import read_rows
+from dispatcher.resolve import default_timing_mode
 from dispatcher.table import measured_problems
 from tuner.analysis.evaluate import load_table, overall, score
 

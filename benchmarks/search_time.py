@@ -10,8 +10,9 @@ import dataclasses
 import inspect
 import time
 
-from dispatcher.dispatch import default_timing_mode, read_table
+from dispatcher.measurements import read_table
 from dispatcher.predictor import Predictor
+from dispatcher.resolve import default_timing_mode
 from dispatcher.table import Table
 from tuner.analysis.evaluate import load_table
 from tuner.library import SweepRequest, sweep_problems

@@ -9,8 +9,9 @@ from __future__ import annotations
 import argparse
 from collections import defaultdict
 
-from dispatcher.dispatch import default_timing_mode, read_rows
+from dispatcher.measurements import read_rows
 from dispatcher.registry import load_registry
+from dispatcher.resolve import default_timing_mode
 from dispatcher.table import measured_problems
 from tuner.analysis.evaluate import load_table
 

@@ -6,22 +6,23 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from . import store
 from .cells import CELLS_PER_OCTAVE
 from .decision import Decision, Source
-from .device import KNOWN, DeviceInfo, describe, folded, named
-from .explain import Explanation, explain
+from .device import KNOWN, DeviceInfo, describe
+from .explain import Compared, Explanation, explanation
 from .measurements import borrowing, held_elsewhere, read_rows, read_table, table_for  # noqa: F401 (their home was here)
 from .pipeline import Pipeline, candidates
 from .policy import max_relerr as relerr_budget
 from .predictor import FittedModel, Predictor, PredictorConfig
 from .problem import AttentionProblem
 from .registry import KernelSpec, ineligible_kernels, load_registry, tactic_reasons
+from .resolve import LOCAL, TimingMode, default_timing_mode, device_of, is_local, resolve_device  # noqa: F401 (their home was here)
 from .rules import DEFAULT_RULE, RULES, rule_pick
 from .schema import StoreError
-from .table import KEEP_RULE_SPREADS, Lent, Ranking, Table, rank
+from .table import KEEP_RULE_SPREADS, Lent, Ranking, Table, Timing, rank
 
 CACHE_LIMIT = 65536   # distinct buckets remembered; bounded so hostile traffic cannot grow memory
 MISS_LIMIT = 4096     # distinct missed cells counted between flushes
@@ -112,8 +113,17 @@ class Dispatcher:
         return hit
 
     def explain(self, problem: AttentionProblem) -> Explanation:
-        """choose(problem) with every pipeline it was chosen from and each kernel that cannot serve it."""
-        return explain(self, problem)
+        """choose(problem)'s decision with what it ranked (dispatcher/explain.py), from one table: every
+        pipeline the problem could run, its time and why it lost; each kernel that cannot serve it."""
+        decided = self.decided
+        dec, cell = self._first_decision(decided, problem)
+        fastest = self._cell_decision(decided, problem)[0]
+        pipelines = candidates(self.registry, cell, self.device)
+        left_out = {c.id: why[0] for c in pipelines if (why := self.plan_refusals(c.kernel, c.tactic, problem))}
+        refused = frozenset(left_out) if fastest.pipeline in left_out else frozenset()   # as _first_decision
+        compared = self._compare(decided, cell, problem, refused)
+        return explanation(dec, compared, pipelines, left_out, ineligible_kernels(self.registry, cell, self.device),
+                           self.rule)
 
     def take_misses(self) -> dict[AttentionProblem, tuple[str, int]]:
         """The counts since the last call, by cell with the source that answered them."""
@@ -181,6 +191,15 @@ class Dispatcher:
                 refused: frozenset[str] = frozenset()) -> Decision:
         """The decision for cell `p` (AttentionProblem.cell); `asked`, the problem as the caller gave
         it, is named in messages; `refused`: pipelines left out (tactics `asked` cannot plan)."""
+        c = self._compare(decided, p, asked, refused)
+        if c.ranking is None:
+            return self._decision(c.rule_pick, None, None, "rule", c.where)
+        return self._from_ranking(c.ranking, c.source, c.budget, c.where)
+
+    def _compare(self, decided: Decided, p: AttentionProblem, asked: AttentionProblem | None = None,
+                 refused: frozenset[str] = frozenset()) -> Compared:
+        """What the decision for cell `p` ranks: the cell's measurements, else the model's prediction at
+        its sizes, else the nearest measured shape's; with none of them, the rule's pick and why."""
         cands = [c for c in candidates(self.registry, p, self.device) if c.id not in refused]
         pick, rule_notes = rule_pick(self.rule, p, self.device, self.registry, cands)
         if pick is None:
@@ -193,16 +212,18 @@ class Dispatcher:
         lent = table.lent.note if table.lent else (lambda cell, measured: "")
         mine = table.own_timings(p)                 # this device's own cell in a lent family
         here = mine or table.timings(p)
-        ranking = rank(here, budget, pick.id, allowed)
-        if ranking is not None:
+        seen = Compared(here, rank(here, budget, pick.id, allowed), "measured", "", budget, pick, refused)
+        if seen.ranking is not None:
             at = (table.lent.own_at if mine and table.lent else table.measured_at).get(p, p)
             # measured on another GPU is not measured here: `measured` stays a promise about this device
             on = "" if mine else lent(p, True)
-            return self._from_ranking(ranking, "learned" if on else "measured", budget, f"measured at {at.sizes()}{on}")
+            return dataclasses.replace(seen, source="learned" if on else "measured",
+                                       where=f"measured at {at.sizes()}{on}")
         if self.learned:
             rough = model.uses_ragged_prior(p)
             factor = keep_factor(model, p, rough)
-            ranking = rank(model.predict(p), budget, pick.id, allowed, KEEP_RULE_SPREADS * factor)
+            predicted = model.predict(p)
+            ranking = rank(predicted, budget, pick.id, allowed, KEEP_RULE_SPREADS * factor)
             if ranking is not None:
                 where = (f"predicted at {p.sizes()} from uniform batches at the mean, plus the longest "
                          "request alone where a kernel's time follows it" if rough
@@ -215,30 +236,35 @@ class Dispatcher:
                     where += f", scaled by the error at the {f'{n} nearest shapes' if n > 1 else 'nearest shape'} " \
                              "measured alone"
                 where += beyond_measured(table, p) + lent(p, False)
-                return self._from_ranking(ranking, "learned", budget, where)
+                return Compared(predicted, ranking, "learned", where, budget, pick, refused)
         for near in model.neighbours(p):
-            ranking = rank(table.timings(near), budget, pick.id, allowed)
+            timed = table.timings(near)
+            ranking = rank(timed, budget, pick.id, allowed)
             if ranking is not None:
                 where = f"nearest measured shape {near.sizes()}{beyond_measured(table, p)}{lent(near, True)}"
-                return self._from_ranking(ranking, "nearest", budget, where)
+                return Compared(timed, ranking, "nearest", where, budget, pick, refused)
+        why = self._rule_reason(p, here, bool(mine), lent, budget, pick)
+        if rule_notes:
+            why += " (passed over: " + "; ".join(rule_notes) + ")"
+        return dataclasses.replace(seen, source="rule", where=why)
+
+    def _rule_reason(self, p: AttentionProblem, here: list[Timing], mine: bool, lent: Any, budget: float,
+                     pick: Pipeline) -> str:
+        """Why the rule decides: nothing accurate measured, no database, or none of this device's."""
         over = sorted(t.pipeline.id for t in here if t.relerr is not None and t.relerr > budget)
         if over:
             where = "here" if mine else (lent(p, True)[2:] or "here")
-            why = (f"every pipeline measured {where} is over the {budget:g} relative-error budget "
-                   f"({', '.join(over)}); rule {self.rule} picks {pick.id}")
-        elif self.db is not None and not self.db.exists():
-            why = f"no database {self.db.name!r} (see --db / $SWITCHYARD_DB); rule {self.rule} picks {pick.id}"
-        elif self.rule_only:                            # `tuner decide --db none`
-            why = f"no database (--db none, rule_only): rule {self.rule} picks {pick.id}"
-        elif not table and self.elsewhere:         # the likelier mistake: the host asked, another GPU's db
-            why = (f"{self.db.name if self.db else 'the database'} holds no measurements of {self.device.name} "
-                   f"timed in {self.timing_mode} mode, only of {', '.join(self.elsewhere)} (name that device); rule "
-                   f"{self.rule} picks {pick.id}")
-        else:
-            why = f"no measurement of this shape family on {self.device.name}; rule {self.rule} picks {pick.id}"
-        if rule_notes:
-            why += " (passed over: " + "; ".join(rule_notes) + ")"
-        return self._decision(pick, None, None, "rule", why)
+            return (f"every pipeline measured {where} is over the {budget:g} relative-error budget "
+                    f"({', '.join(over)}); rule {self.rule} picks {pick.id}")
+        if self.db is not None and not self.db.exists():
+            return f"no database {self.db.name!r} (see --db / $SWITCHYARD_DB); rule {self.rule} picks {pick.id}"
+        if self.rule_only:                            # `tuner decide --db none`
+            return f"no database (--db none, rule_only): rule {self.rule} picks {pick.id}"
+        if not self.table and self.elsewhere:         # the likelier mistake: the host asked, another GPU's db
+            return (f"{self.db.name if self.db else 'the database'} holds no measurements of {self.device.name} "
+                    f"timed in {self.timing_mode} mode, only of {', '.join(self.elsewhere)} (name that device); "
+                    f"rule {self.rule} picks {pick.id}")
+        return f"no measurement of this shape family on {self.device.name}; rule {self.rule} picks {pick.id}"
 
     def _from_ranking(self, r: Ranking, source: Source, budget: float, where: str) -> Decision:
         w = r.winner
@@ -284,39 +310,6 @@ def beyond_measured(table: Table, p: AttentionProblem) -> str:
 LATTICE_STEP = 2 ** (1 / CELLS_PER_OCTAVE)     # a size within a cell of the measured ones is among them
 
 
-LOCAL = ("auto", "cpu", "cuda")
-TimingMode = Literal["graph", "eager", "wall"]     # the timer a table was measured with (tuner/timing/)
-
-
-def default_timing_mode(device: DeviceInfo) -> TimingMode:
-    return "graph" if device.kind == "cuda" else "wall"
-
-
-def is_local(device: str | None) -> bool:
-    """auto, cpu, cuda or cuda:N: this host's device, not a name in a database."""
-    spec = (device or "auto").lower()
-    return spec in LOCAL or spec.startswith("cuda:")
-
-
-def resolve_device(device: str | None, envs: list[dict[str, Any]]) -> DeviceInfo:
-    """None/"auto"/"cpu"/"cuda[:N]": this host's device; anything else a device name in the database."""
-    spec = (device or "auto")
-    if is_local(spec):
-        return describe(spec)
-    rows = [e for e in envs if e["device_name"] == spec]
-    if not rows:                          # "nvidia  h200" is NVIDIA H200: as recorded, in any case and spacing
-        rows = [e for e in envs if folded(e["device_name"]) == folded(spec)]
-    if not rows:
-        names = sorted({e["device_name"] for e in envs})
-        raise ValueError(f"device {spec!r} is not in the database; it holds: "
-                         f"{', '.join(names) if names else 'no environments yet (run tuner sweep)'}")
-    cc = rows[-1]["compute_capability"]
-    major, _, minor = (cc or "").partition(".")
-    cc_t = (int(major), int(minor or 0)) if major else None
-    return dataclasses.replace(named(rows[-1]["device_name"], cc_t, rows[-1]["sm_count"] or 0),
-                               memory_bytes=rows[-1].get("memory_bytes") or 0)
-
-
 def rule_only(device: str | None = None, *, rule: str = DEFAULT_RULE,
               registry: dict[str, KernelSpec] | None = None) -> Dispatcher:
     """A dispatcher with no measurements: every decision is the rule's. `device` is a local device
@@ -332,25 +325,6 @@ def rule_only(device: str | None = None, *, rule: str = DEFAULT_RULE,
     d = Dispatcher(Table(), dev, registry, rule, None, default_timing_mode(dev))
     d.rule_only = True
     return d
-
-
-def device_of(db: store.DbPath, device: str | None) -> DeviceInfo:
-    """The device `device` names (see resolve_device), without loading its table."""
-    conn = store.open_readonly(db)
-    try:
-        return resolve_device(device, store.environments(conn) if conn else [])
-    except ValueError:
-        known = {folded(k): v for k, v in KNOWN.items()}
-        if conn is None and folded(device or "") in known:    # load(missing_ok=True): the rule until it appears
-            return known[folded(device or "")]
-        if conn is None and not is_local(device):      # the likelier mistake: a path that names no file
-            raise ValueError(f"{store.default_path(db)} does not exist, so device {device!r} has no measurements "
-                             f"and no description here (only {', '.join(KNOWN)} have one without a database); "
-                             "give the path of a heuristics.db (or run tuner sweep), or this host's device") from None
-        raise
-    finally:
-        if conn:
-            conn.close()
 
 
 def keep_factor(model: FittedModel, p: AttentionProblem, rough: bool) -> float:

@@ -1,49 +1,43 @@
-"""Why a decision, in full: every pipeline the problem could run with the time the decision compared
-(measured at its cell, or predicted at its sizes), why any was passed over, and each kernel that cannot
-serve the problem at all. Off the hot path: for `tuner decide --explain`, GET /v1/decision?explain=true
-and a reader wondering why FA3 lost."""
+"""Why a decision, in full (Dispatcher.explain): every pipeline the problem could run with the time the
+decision ranked (measured at its cell, predicted at its sizes, or the nearest measured shape's), why
+each one not chosen lost, and each kernel that cannot serve the problem at all. Off the hot path: for
+`tuner decide --explain`, GET /v1/decision?explain=true and a reader wondering why FA3 lost."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from .decision import Decision
-from .device import DeviceInfo
-from .pipeline import candidates
-from .policy import max_relerr as relerr_budget
-from .problem import AttentionProblem
-from .registry import KernelSpec, ineligible_kernels
-from .rules import rule_pick
-from .table import Timing, rank
+from .decision import Decision, Source
+from .pipeline import Pipeline
+from .table import Ranking, Timing
 
 
-class Deciding(Protocol):
-    """What of a Dispatcher (dispatcher/dispatch.py, which imports this module) an explanation reads."""
-    registry: dict[str, KernelSpec]
-    device: DeviceInfo
-    rule: str
-    max_relerr: float | None
-    learned: bool
-    decided: Any
-
-    def choose(self, problem: AttentionProblem) -> Decision: ...
-
-    def plan_refusals(self, kernel: str, tactic: Any, problem: AttentionProblem) -> list[str]: ...
+@dataclass(frozen=True)
+class Compared:
+    """What one decision ranked (Dispatcher._compare): the timings, their ranking (None: the rule decides),
+    where they come from, in the words of the decision's reason."""
+    timings: list[Timing]
+    ranking: Ranking | None
+    source: Source
+    where: str
+    budget: float                 # the relative-error budget
+    rule_pick: Pipeline
+    refused: frozenset[str]       # pipelines the asked problem's plan cannot hold, left out of the ranking
 
 
 @dataclass(frozen=True, slots=True)
 class Considered:
     pipeline: str
-    us: float | None          # the time the decision compared; None where there is none
+    us: float | None          # the time the decision ranked; None where it had none
     relerr: float | None
-    note: str                 # "chosen", why it was passed over, or ""
-    rule: bool = False        # the built-in rule's pick
+    note: str                 # "chosen", why it lost, or ""
+    rule_pick: bool = False   # the built-in rule's pick
 
 
 @dataclass(frozen=True)
 class Explanation:
     decision: Decision
-    timings: str                              # where the times come from: measured at / predicted at / none
+    timings: str                              # where the times come from (or why the rule decides)
     considered: tuple[Considered, ...]        # fastest first; those without a time last
     ineligible: dict[str, list[str]]          # kernel -> why it cannot serve the problem
     rule: str                                 # the built-in rule the decision falls back to and keeps within noise
@@ -53,54 +47,33 @@ class Explanation:
                 "ineligible": self.ineligible, "rule": self.rule}
 
 
-def explain(d: Deciding, problem: AttentionProblem) -> Explanation:
-    """The decision `d.choose(problem)` with what it was chosen from (see the module's docstring)."""
-    dec = d.choose(problem)
-    cell = problem.cell()
-    cands = candidates(d.registry, cell, d.device)
-    budget = relerr_budget(cell.kv_dtype, cell.out_dtype, d.max_relerr)
-    timings, basis = _compared(d, cell, {c.id for c in cands}, budget)
-    pick, _ = rule_pick(d.rule, cell, d.device, d.registry, cands)
-    rows = []
-    for c in cands:
-        t = timings.get(c.id)
-        rows.append(Considered(c.id, t.median_us if t else None, t.relerr if t else None,
-                               _note(d, c.id, c.kernel, c.tactic, t, dec, problem, budget, basis),
-                               pick is not None and pick.id == c.id))
+UNTIMED = {"measured": "not measured in this cell", "learned": "no prediction: never measured near",
+           "nearest": "not measured at the nearest shape", "rule": ""}
+
+
+def explanation(dec: Decision, compared: Compared, pipelines: list[Pipeline], left_out: dict[str, str],
+                ineligible: dict[str, list[str]], rule: str) -> Explanation:
+    """`dec` with a row for each of `pipelines` (those the problem's cell could run); `left_out`: why the
+    asked problem cannot plan a pipeline, by id."""
+    timed = {t.pipeline.id: t for t in compared.timings}
+    rows = [Considered(p.id, t.median_us if (t := timed.get(p.id)) else None, t.relerr if t else None,
+                       _note(p.id, t, dec, compared, left_out), p.id == compared.rule_pick.id) for p in pipelines]
     rows.sort(key=lambda r: (r.us is None, r.us or 0.0, r.pipeline))
-    return Explanation(dec, basis, tuple(rows), ineligible_kernels(d.registry, cell, d.device), d.rule)
+    return Explanation(dec, compared.where, tuple(rows), ineligible, rule)
 
 
-def _compared(d: Deciding, cell: AttentionProblem, allowed: set[str], budget: float
-              ) -> tuple[dict[str, Timing], str]:
-    """The timings the decision ranked, in Dispatcher._decide's order: the cell's measurements, else
-    the model's prediction at the cell's sizes, else the nearest measured shape's."""
-    table, model = d.decided.table, d.decided.model
-    here = table.own_timings(cell) or table.timings(cell)
-    if rank(here, budget, None, allowed) is not None:
-        at = table.measured_at.get(cell, cell)
-        return {t.pipeline.id: t for t in here}, f"measured at {at.sizes()}"
-    if d.learned:
-        predicted = model.predict(cell)
-        if rank(predicted, budget, None, allowed) is not None:
-            return {t.pipeline.id: t for t in predicted}, f"predicted at {cell.sizes()}"
-    for near in model.neighbours(cell):
-        timed = table.timings(near)
-        if rank(timed, budget, None, allowed) is not None:
-            return {t.pipeline.id: t for t in timed}, f"measured at the nearest shape, {near.sizes()}"
-    return {}, "none: no measurement or prediction for this problem; the rule decides"
-
-
-def _note(d: Deciding, pid: str, kernel: str, tactic: Any, t: Timing | None, dec: Decision,
-          problem: AttentionProblem, budget: float, basis: str) -> str:
+def _note(pid: str, t: Timing | None, dec: Decision, c: Compared, left_out: dict[str, str]) -> str:
+    r = c.ranking
     if pid == dec.pipeline:
-        return "chosen"
-    refused = d.plan_refusals(kernel, tactic, problem)
-    if refused:
-        return f"left out: {refused[0]}"
+        return "chosen" + ("; the rule's pick, kept within the keep margin" if r and r.kept_rule else "")
+    if pid in left_out:
+        return f"left out: {left_out[pid]}"
     if t is None:
-        return ("not measured in this cell" if basis.startswith("measured") else
-                "no prediction: never measured near" if basis.startswith("predicted") else "")
-    if t.relerr is not None and t.relerr > budget:
-        return f"over the {budget:g} relative-error budget ({t.relerr:.3g})"
+        return UNTIMED[c.source]
+    if t.relerr is not None and t.relerr > c.budget:
+        return f"over the {c.budget:g} relative-error budget ({t.relerr:.3g})"
+    if r and r.kept_rule and dec.expected_us is not None and t.median_us < dec.expected_us:
+        return "faster, within the keep margin of the rule's pick, which stands"
+    if r and r.passed_rule is t:
+        return "the rule's pick: within noise of the chosen, beyond the keep margin"
     return ""

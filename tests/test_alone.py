@@ -5,10 +5,11 @@ import lzma
 import sqlite3
 
 from dispatcher.device import H200, describe
-from dispatcher.dispatch import Dispatcher, device_of
+from dispatcher.dispatch import Dispatcher
 from dispatcher.measurements import read_rows
 from dispatcher.predictor import PredictorConfig
 from dispatcher.problem import AttentionProblem
+from dispatcher.resolve import device_of
 from dispatcher.table import Table, Timing
 from tests.conftest import ROOT, SHIPPED, cpu_sweep_of, small
 from tests.test_cli import tuner

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dispatcher.device import DeviceInfo, describe
-from dispatcher.dispatch import default_timing_mode
 from dispatcher.policy import checked_budget
 from dispatcher.problem import DTYPE_ALIASES, DTYPES, PHASES, AttentionProblem
 from dispatcher.registry import KernelSpec, load_registry
+from dispatcher.resolve import default_timing_mode
 from dispatcher.schema import StoreError
 from dispatcher.store import default_path, environments, open_readonly
 
@@ -227,7 +227,7 @@ def run_on_devices(probs: list[AttentionProblem], devices: list[DeviceInfo], db,
 def _adaptive(probs, dev, store, db, timer, opts, registry, on_problem, budget, say) -> SweepReport:
     """tuner/adaptive.py over this grid, each chosen batch swept into the store like a grid sweep,
     all in one worker (starting one per batch cost the H200 run 173 of its 268 s)."""
-    from dispatcher.dispatch import read_table
+    from dispatcher.measurements import read_table
     from dispatcher.predictor import Predictor
 
     from .search.adaptive import adaptive_sweep

@@ -62,7 +62,7 @@ def _worker_device(_=None):
 
 def sweep_shard(problems: list[dict], timing: str | None, opts: SweepOptions, done: dict[str, set[str]]) -> dict:
     """Runs on a Ray worker: sweep these problems on its device; the measurements as JSON lines."""
-    from dispatcher.dispatch import default_timing_mode
+    from dispatcher.resolve import default_timing_mode
 
     from .library import run_problems
     from .store import Store

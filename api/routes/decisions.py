@@ -8,7 +8,7 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from dispatcher import AttentionProblem, ProblemError
 
 from ..deps import DispatchersDep
-from ..schemas import DecisionPublic, DecisionsPublic, DecisionsRequest, ProblemIn, ProblemQuery
+from ..schemas import DecisionExplainedPublic, DecisionsPublic, DecisionsRequest, ProblemIn, ProblemQuery
 
 router = APIRouter(prefix="/v1", tags=["decisions"])
 Loc = list[str | int]      # where in the request an error is (FastAPI's `loc`)
@@ -41,7 +41,7 @@ def unservable(e: LookupError, loc: Loc) -> HTTPException:
     return HTTPException(422, detail=[{"loc": loc, "msg": str(e), "type": "no_kernel"}])
 
 
-@router.get("/decision", response_model=DecisionPublic, response_model_exclude_unset=True)
+@router.get("/decision", response_model=DecisionExplainedPublic, response_model_exclude_unset=True)
 def decision(q: Annotated[ProblemQuery, Query()], ds: DispatchersDep, request: Request) -> dict[str, Any]:
     """The pipeline to run for one problem; with explain=true also every pipeline it was chosen from (the
     time compared, why any was passed over) and why each other kernel cannot serve it."""

@@ -11,11 +11,13 @@ from typing import Any
 
 from dispatcher import store
 from dispatcher.device import DeviceInfo
-from dispatcher.dispatch import Dispatcher, default_timing_mode, device_of, read_rows, read_table
+from dispatcher.dispatch import Dispatcher
+from dispatcher.measurements import read_rows, read_table
 from dispatcher.pipeline import candidates
 from dispatcher.policy import max_relerr
 from dispatcher.predictor import Predictor, PredictorConfig
 from dispatcher.registry import load_registry
+from dispatcher.resolve import default_timing_mode, device_of
 from dispatcher.rules import DEFAULT_RULE, RULES, rule_pick
 from dispatcher.table import Table, Timing, measured_problems, noise_us, rank
 

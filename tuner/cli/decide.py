@@ -115,12 +115,12 @@ def decision_json(d: Dispatcher, prob: AttentionProblem, explain: bool) -> dict[
 
 
 def print_explanation(e: Explanation) -> None:
-    t = RichTable(title=f"pipelines considered; times {e.timings}", title_justify="left")
+    t = RichTable(title=f"pipelines considered ({e.decision.source}: {e.timings})", title_justify="left")
     for col in ("pipeline", "us", "vs chosen", "relerr", "note"):
         t.add_column(col, justify="right" if col in ("us", "vs chosen", "relerr") else "left")
     chosen = e.decision.expected_us
     for c in e.considered:
-        note = "; ".join(filter(None, (c.note, f"{e.rule}'s pick" if c.rule else "")))
+        note = "; ".join(filter(None, (c.note, f"{e.rule}'s pick" if c.rule_pick else "")))
         t.add_row(escape(c.pipeline), f"{c.us:.1f}" if c.us is not None else "-",
                   f"{c.us / chosen:.2f}x" if c.us is not None and chosen else "-",
                   f"{c.relerr:.3g}" if c.relerr is not None else "-", escape(note))

@@ -49,7 +49,7 @@ def serve(host: Annotated[str, typer.Option(help="bind address (loopback by defa
     from api.auth import configured_token
     from api.guard import uvicorn_settings
     from api.main import create_app
-    from dispatcher.dispatch import device_of
+    from dispatcher.resolve import device_of
     from dispatcher.store import open_readonly
 
     from ..store import Store

@@ -155,7 +155,7 @@ def sweep(
     if devices:
         return _devices_sweep(req, problems, db, opts, devices)
     dev = describe(req.device)
-    from dispatcher.dispatch import default_timing_mode
+    from dispatcher.resolve import default_timing_mode
     library.check_sweep(dev, timing or default_timing_mode(dev), opts)   # before the database is made
     explicit = read_problems(problems) if problems else None
     # bad options fail before the bar
@@ -184,7 +184,7 @@ def sweep(
 
 def _devices_sweep(req, problems, db, opts, spec: str) -> None:
     """tuner sweep --devices: a bar per device and one for the total (the ETA: the devices share a queue)."""
-    from dispatcher.dispatch import default_timing_mode
+    from dispatcher.resolve import default_timing_mode
 
     from ..fleet import parse_devices
     from ..isolation import label
