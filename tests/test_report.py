@@ -84,3 +84,14 @@ def test_winner_maps_give_each_column_its_own_label_and_a_mixed_batch_its_longes
               for name in ("decode 40/8 pg16 kv=fp8 out=fp8 mixed", "decode 40/8 pg16 kv=bf16 out=bf16")}
     assert all(len(cols) == len(set(cols)) for cols in header.values()), header
     assert {"1k/8k", "1k/16k", "1k/32k"} <= set(header["decode 40/8 pg16 kv=fp8 out=fp8 mixed"])
+
+
+def test_report_rule_names_the_speedup_baseline(swept_db, tmp_path):
+    """The speedup maps are over the rule asked for, and the page says which; an unknown rule is refused."""
+    db, out = str(swept_db[0]), tmp_path / "rep"
+    subprocess.run([sys.executable, "-m", "tuner", "report", "--db", db, "--device", "cpu", "--out", str(out),
+                    "--rule", "vllm-2026"], capture_output=True, text=True, check=True)
+    assert "speedup over vllm-2026" in (out / "index.html").read_text()
+    bad = subprocess.run([sys.executable, "-m", "tuner", "report", "--db", db, "--device", "cpu", "--out", str(out),
+                          "--rule", "vllm-2027"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--rule 'vllm-2027' is unknown; use one of vllm-0.33" in bad.stderr

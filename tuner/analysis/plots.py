@@ -19,7 +19,7 @@ from .evaluate import config_of, load_table
 from .report import kv_column, kv_label, short
 
 TITLES = {"winner": "fastest accurate pipeline (·f: fused FP8 out)",
-          "speedup": f"best pipeline vs the {DEFAULT_RULE} rule's pick",
+          "speedup": "best pipeline vs the {rule} rule's pick",
           "fused": "fused FP8-out gain (best unfused / best fused)"}
 
 
@@ -90,18 +90,18 @@ def heatmap(cells: dict, what: str, title: str, path: Path) -> None:
 
 
 def write_report(db, device: str | None, out_dir: str | Path,
-                 progress: Callable[[int, int, str], None] | None = None) -> Path:
+                 progress: Callable[[int, int, str], None] | None = None, rule: str = DEFAULT_RULE) -> Path:
     """Writes the PNGs and index.html into out_dir; returns the page's path. `progress(done, of, configuration)`
-    is called before each configuration's maps are drawn."""
+    is called before each configuration's maps are drawn; speedups are over `rule`'s pick (dispatcher/rules.py)."""
     table, dev = load_table(db, device)
-    data = collect(table, dev)
+    data = collect(table, dev, rule)
     if not data:
         raise ValueError(f"no ok measurements for {dev.name} in {default_path(db)}; nothing to plot")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     parts = [f"<h1>Switchyard: {html.escape(dev.name)}</h1>",
              f"<p>SM {dev.sm}, {dev.sm_count} SMs, {dev.memory_bytes / 2**30:.0f} GiB; {len(table)} measured problem "
-             f"sizes. Speedup: the fastest accurate pipeline vs the {DEFAULT_RULE} rule's pick, measured on the same "
+             f"sizes. Speedup: the fastest accurate pipeline vs the {rule} rule's pick, measured on the same "
              "shape. Fused FP8-out gain: best unfused (separate quant) over best fused pipeline.</p>"]
     for i, cfg in enumerate(sorted(data)):
         if progress:
@@ -110,13 +110,13 @@ def write_report(db, device: str | None, out_dir: str | Path,
         slug = cfg.replace(" ", "_").replace("/", "-").replace("=", "")
         sp = [v[1] for v in cells.values() if v[1]]
         gm = math.exp(sum(map(math.log, sp)) / len(sp)) if sp else float("nan")
-        parts.append(f"<h2>{html.escape(cfg)}</h2><p>{len(cells)} shapes; speedup over {DEFAULT_RULE}: "
+        parts.append(f"<h2>{html.escape(cfg)}</h2><p>{len(cells)} shapes; speedup over {rule}: "
                      f"geometric mean {gm:.3f}x, max {max(sp, default=float('nan')):.3f}x</p>")
         for what in ("winner", "speedup", "fused"):
             if what == "fused" and not any(v[2] for v in cells.values()):
                 continue
             name = f"{slug}-{what}.png"
-            heatmap(cells, what, f"{cfg}: {TITLES[what]}", out / name)
+            heatmap(cells, what, f"{cfg}: {TITLES[what].format(rule=rule)}", out / name)
             parts.append(f'<img src="{name}" alt="{html.escape(cfg)} {what}">')
     page = out / "index.html"
     page.write_text("<!doctype html><meta charset='utf-8'><title>Switchyard report</title>"

@@ -215,12 +215,16 @@ def _print_slower(configs: dict, most: int = 10) -> None:
 def report(db: Db = None, device: AnalysedDev = None,
            out_dir: Annotated[Optional[str], typer.Option("--out", help="write PNG heatmaps and index.html here "
                                                                         "(needs the report extra: "
-                                                                        "matplotlib)")] = None):
+                                                                        "matplotlib)")] = None,
+           rule: Annotated[str, typer.Option(help=f"with --out, the speedup maps' baseline: "
+                                                  f"{' | '.join(RULES)}")] = DEFAULT_RULE):
     """Which pipeline wins where: a batch x kv_len map per phase and dtype configuration.
 
     Without --out: Markdown winner maps on stdout. Example: tuner report --device "NVIDIA H200" --out report/
     """
     require_db(db)
+    if rule not in RULES:
+        raise ValueError(f"--rule {rule!r} is unknown; use one of {', '.join(RULES)}")
     if out_dir is None:
         from ..analysis.report import winner_maps
         print(winner_maps(db, device))
@@ -231,7 +235,7 @@ def report(db: Db = None, device: AnalysedDev = None,
 
     def drawing(done: int, of: int, cfg: str) -> None:
         err.print(f"[{done + 1}/{of}] {escape(cfg)}", highlight=False)
-    print(write_report(db, device, out_dir, progress=drawing))
+    print(write_report(db, device, out_dir, progress=drawing, rule=rule))
 
 
 def _need_matplotlib(what: str) -> None:
