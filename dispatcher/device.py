@@ -84,7 +84,11 @@ def named(name: str, compute_capability: tuple[int, int] | None = None, sm_count
     return DeviceInfo(name=name, kind=kind, compute_capability=compute_capability, sm_count=sm_count)
 
 
-# Well-known descriptions, for tests and for asking about GPUs one does not have.
-H200 = DeviceInfo(name="NVIDIA H200", kind="cuda", compute_capability=(9, 0), sm_count=132)
+# Well-known descriptions, for tests and for asking about GPUs one does not have (memory as torch reports it
+# on the GPUs measured in benchmarks/results/; the B200's was never measured here).
+H200 = DeviceInfo(name="NVIDIA H200", kind="cuda", compute_capability=(9, 0), sm_count=132,
+                  memory_bytes=150109880320)
+H100 = DeviceInfo(name="NVIDIA H100 80GB HBM3", kind="cuda", compute_capability=(9, 0), sm_count=132,
+                  memory_bytes=85017493504)
 B200 = DeviceInfo(name="NVIDIA B200", kind="cuda", compute_capability=(10, 0), sm_count=148)
-KNOWN = {d.name: d for d in (H200, B200)}
+KNOWN = {d.name: d for d in (H200, H100, B200)}

@@ -30,9 +30,15 @@ def resolve_device(device: str | None, envs: list[dict[str, Any]]) -> DeviceInfo
     if not rows:                          # "nvidia  h200" is NVIDIA H200: as recorded, in any case and spacing
         rows = [e for e in envs if folded(e["device_name"]) == folded(spec)]
     if not rows:
+        known = {folded(k): v for k, v in KNOWN.items()}.get(folded(spec))
+        if known is not None and any(_twins(known, e) for e in envs):
+            return known            # asked as that GPU would ask: its twin's measurements answer, and say so
         names = sorted({e["device_name"] for e in envs})
+        twinned = [k for k, d in KNOWN.items() if k not in names and any(_twins(d, e) for e in envs)]
+        hint = (f" ({known.name} could be asked about with a GPU of SM{known.sm} and {known.sm_count} SMs measured "
+                "here)" if known else f"; or, from its twin's measurements: {', '.join(twinned)}" if twinned else "")
         raise ValueError(f"device {spec!r} is not in the database; it holds: "
-                         f"{', '.join(names) if names else 'no environments yet (run tuner sweep)'}")
+                         f"{', '.join(names) if names else 'no environments yet (run tuner sweep)'}{hint}")
     cc = rows[-1]["compute_capability"]
     major, _, minor = (cc or "").partition(".")
     cc_t = (int(major), int(minor or 0)) if major else None
@@ -57,3 +63,9 @@ def device_of(db: store.DbPath, device: str | None) -> DeviceInfo:
     finally:
         if conn:
             conn.close()
+
+
+def _twins(d: DeviceInfo, env: dict[str, Any]) -> bool:
+    """Whether a recorded environment is of a GPU with d's compute capability and SM count."""
+    return env["compute_capability"] == f"{d.compute_capability[0]}.{d.compute_capability[1]}" and \
+        env["sm_count"] == d.sm_count if d.compute_capability else False

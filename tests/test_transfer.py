@@ -133,7 +133,8 @@ def test_a_device_or_database_that_is_not_there_is_named(tmp_path):
     with pytest.raises(StoreError, match=r"none\.db: no such database"):
         load(tmp_path / "none.db", "NVIDIA H200")
     with pytest.raises(ValueError, match=r"none\.db does not exist, so device 'NVIDIA A100' has no measurements "
-                                         r"and no description here \(only NVIDIA H200, NVIDIA B200"):
+                                         r"and no description here \(only NVIDIA H200, NVIDIA H100 80GB HBM3, "
+                                         r"NVIDIA B200"):
         load(tmp_path / "none.db", "NVIDIA A100", missing_ok=True)
     # a GPU Switchyard describes: the rule decides for it until the file appears (a control host without it)
     later = load(tmp_path / "none.db", "nvidia h200", missing_ok=True)

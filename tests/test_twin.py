@@ -171,3 +171,21 @@ def test_a_refresh_stops_lending_a_family_once_it_is_swept_here(tmp_path, h100_r
         assert d.choose(ASKED[0]).source == "measured" and "on NVIDIA H200" not in d.choose(ASKED[0]).reason
     finally:
         live.stop()
+
+
+def test_a_known_gpu_never_measured_can_be_asked_about_through_its_twin(tmp_path):
+    """From a laptop: the shipped H200 db asked as an H100 would ask (no H100 environment in it) answers
+    from the H200's measurements and says so; a GPU with no twin here, or a name Switchyard does not know,
+    is refused with what would work."""
+    db = tmp_path / "heuristics.db"
+    shutil.copy(ROOT / "heuristics.db", db)
+    h100, h200 = load(db, "NVIDIA H100 80GB HBM3"), load(db, "NVIDIA H200")
+    mine, twin = h100.choose(ASKED[1]), h200.choose(ASKED[1])
+    assert mine.pipeline == twin.pipeline and mine.device == "NVIDIA H100 80GB HBM3"
+    assert "on NVIDIA H200 (same SM90 and 132 SMs" in mine.reason
+    with pytest.raises(ValueError, match=r"'NVIDIA B200' is not in the database; it holds: NVIDIA H200 \(NVIDIA "
+                                         r"B200 could be asked about with a GPU of SM100 and 148 SMs measured here\)"):
+        load(db, "NVIDIA B200")
+    with pytest.raises(ValueError, match="'NVIDIA H100' is not in the database; it holds: NVIDIA H200; or, from its "
+                                         "twin's measurements: NVIDIA H100 80GB HBM3"):
+        load(db, "NVIDIA H100")
