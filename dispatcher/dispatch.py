@@ -225,9 +225,9 @@ class Dispatcher:
             predicted = model.predict(p)
             ranking = rank(predicted, budget, pick.id, allowed, KEEP_RULE_SPREADS * factor)
             if ranking is not None:
-                where = (f"predicted at {p.sizes()} from uniform batches at the mean, plus the longest "
+                where = (f"predicted at its cell, {p.sizes()}, from uniform batches at the mean, plus the longest "
                          "request alone where a kernel's time follows it" if rough
-                         else f"predicted at {p.sizes()} from measured neighbours"
+                         else f"predicted at its cell, {p.sizes()}, from measured neighbours"
                          + (f" (a batch size never measured: the rule stands within {factor:g}x the keep margin)"
                             if factor != 1 else ""))
                 if rough and (n := model.mixed_residuals(p, ranking.winner.pipeline.id)):

@@ -24,7 +24,7 @@ def test_measured_shape(swept_db):
 def test_a_shape_between_measured_ones_is_not_called_measured(swept_db):
     # batch 3 x kv 200 rounds up to the measured batch 4 x kv 256; it was never measured itself
     dec = load(swept_db[0], "cpu").choose(small(batch_size=3, kv_len=200))
-    assert dec.source == "learned" and "predicted at batch_size=3 q_len=1 kv_len=197" in dec.reason
+    assert dec.source == "learned" and "predicted at its cell, batch_size=3 q_len=1 kv_len=197," in dec.reason
 
 
 def test_nearest_neighbour_in_the_same_family(swept_db):

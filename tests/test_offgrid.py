@@ -39,7 +39,7 @@ def test_a_shape_between_grid_points_is_decided_at_its_own_sizes_not_its_rounded
     d = Dispatcher(crossing_table(), H200)
     dec = d.choose(small(**SCOUT, batch_size=2, kv_len=2200))
     assert dec.source == "learned" and dec.kernel == "trtllm-xqa", dec.reason
-    assert "predicted at batch_size=2 q_len=1 kv_len=2233" in dec.reason     # its cell, within 4.4%
+    assert "predicted at its cell, batch_size=2 q_len=1 kv_len=2233," in dec.reason     # its cell, within 4.4%
     up = d.choose(small(**SCOUT, batch_size=2, kv_len=4096))
     assert up.source == "measured" and up.kernel == "fa2-tc"
 
