@@ -79,3 +79,25 @@ def test_bad_flags_are_one_line(tmp_path):
     one_line_error(tuner("evaluate", "--holdout", "2", "--db", str(tmp_path / "x.db")), "--holdout 2.0 is out of range")
     one_line_error(tuner("sweep", "--tp", "3", "--db", str(tmp_path / "x.db"), "--device", "cpu"),
                    "tp 3 does not divide")
+
+
+def test_a_file_error_names_the_path_and_the_fix(swept_db, tmp_path):
+    """Not a bare "[Errno 21] Is a directory": the path, what is wrong and what to do."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    r = tuner("export", "--db", str(swept_db[0]), "--out", str(folder))
+    assert r.returncode == 2 and f"error: {folder}: it is a folder; name a file" in r.stderr
+    r = tuner("export", "--db", str(swept_db[0]), "--out", str(tmp_path / "no" / "x.jsonl"))
+    assert r.returncode == 2 and "x.jsonl: no such file or folder; check the path" in r.stderr
+
+
+def test_a_reader_that_stops_early_gets_no_error(swept_db):
+    """`tuner show --json | head`: the pipe closing is not an error to print."""
+    import subprocess
+    import sys
+    r, w = os.pipe()
+    os.close(r)
+    with os.fdopen(w, "w") as closed:
+        p = subprocess.run([sys.executable, "-m", "tuner", "show", "--db", str(swept_db[0]), "--json"], stdout=closed,
+                           stderr=subprocess.PIPE, text=True)
+    assert p.returncode == 1 and p.stderr == ""

@@ -1,6 +1,7 @@
 """The `tuner` application: the typer app, what every command shares, and main()."""
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 import sys
@@ -42,8 +43,11 @@ def friendly(fn: F) -> F:
     def run(*a, **k):
         try:
             return fn(*a, **k)
+        except BrokenPipeError:                 # `tuner show --json | head`: the reader has what it wanted
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no second error at exit
+            raise typer.Exit(1) from None
         except (ProblemError, StoreError, RegistryError, ValueError, LookupError, OSError) as e:
-            text = str(e)
+            text = os_advice(e) if isinstance(e, OSError) else str(e)
             from ..library import SweepRequestError
             if isinstance(e, SweepRequestError) and (flag := "--" + e.field.replace("_", "-")) not in text:
                 text += f" ({flag})"          # a sweep option, named as REST names it: the flag that set it
@@ -53,6 +57,17 @@ def friendly(fn: F) -> F:
             err.print(f"[red]error:[/] {escape(sqlite_advice(e))}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
     return run  # type: ignore[return-value]
+
+
+def os_advice(e: OSError) -> str:
+    """A file error as the path, what is wrong with it and what to do (not a bare "[Errno 21]")."""
+    if e.filename is None:
+        return str(e)
+    fix = {errno.EISDIR: "it is a folder; name a file", errno.ENOENT: "no such file or folder; check the path "
+           "(a file written needs its folder to exist)", errno.EACCES: "not permitted for this user; name a path "
+           "you can use", errno.ENOTDIR: "a part of the path is a file, not a folder",
+           errno.ENOSPC: "the disk is full"}.get(e.errno or 0, e.strerror)
+    return f"{e.filename}: {fix}"
 
 
 def sqlite_advice(e: sqlite3.Error) -> str:
