@@ -123,7 +123,8 @@ def one_side(v, seq_lens, kv_dtype, fp8_out, with_plugin, q, kv, width):
     torch.cuda.synchronize()
     path = decode_path(v, step)
     why = plugin.reasons().get("decode group layers.0.attn step", "") if with_plugin else ""
-    if path == "native" and "fixed_split_size=1024" in why:
+    # the note reads "bs=.. mean=.. longest=.. balance=..: PIPELINE (source: reason)"; the reason may name others
+    if path == "native" and why.split(": ", 1)[-1].startswith("fa2-tc[fixed_split_size=1024]"):
         path = "native, fixed split of 1024 KV pages"
     return result(), us, path, how
 
