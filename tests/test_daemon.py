@@ -101,6 +101,8 @@ def test_sweep_job_lifecycle_and_cancel(db, caplog):
         job = c.post("/v1/sweeps", json=probs, headers=AUTH).json()
         done = wait(lambda: (j := c.get(f"/v1/sweeps/{job['id']}").json())["state"] == "done" and j)
         assert done["total"] == done["done"] == 3 and done["counts"].get("ok") == 6 and done["progress"] == 1.0
+        late = c.delete(f"/v1/sweeps/{job['id']}", headers=AUTH)      # nothing left to cancel: not a silent 200
+        assert late.status_code == 409 and "has already ended (done); nothing to cancel" in late.json()["detail"]
 
         long = c.post("/v1/sweeps", json={"model": "llama4-scout"}, headers=AUTH).json()
         wait(lambda: c.get(f"/v1/sweeps/{long['id']}").json()["done"] >= 2)

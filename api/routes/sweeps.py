@@ -88,7 +88,11 @@ def list_(jobs: JobsDep) -> dict[str, Any]:
 
 @router.delete("/sweeps/{job_id}", response_model=SweepPublic, dependencies=[Writer])
 def cancel(job_id: str, jobs: JobsDep) -> dict[str, Any]:
-    """Cancel: a queued sweep never starts; a running one stops after its current problem."""
+    """Cancel: a queued sweep never starts; a running one stops after its current problem; one that has
+    ended is a 409 (nothing to cancel)."""
+    ended = jobs.jobs.get(job_id)
+    if ended is not None and ended.state in ("done", "cancelled", "failed"):
+        raise HTTPException(409, detail=f"sweep {job_id!r} has already ended ({ended.state}); nothing to cancel")
     job = jobs.cancel(job_id)
     if job is None:
         raise HTTPException(404, detail=f"no sweep {job_id!r}")
