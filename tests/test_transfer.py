@@ -31,6 +31,9 @@ def test_jsonl_round_trip_merges_by_environment(swept_db, tmp_path):
     merged = load(dst, cpu.device).choose(small(batch_size=4, kv_len=256))
     assert merged.source == "measured" and merged.pipeline == cpu.pipeline
     assert load(dst, "NVIDIA H200").choose(small(num_qo_heads=40, num_kv_heads=8, head_dim=128)).source == "measured"
+    when = "select created_at from environments where device_name = ?"
+    made = [sqlite3.connect(db).execute(when, [cpu.device]).fetchone()[0] for db in (src, dst)]
+    assert made[0] and made[1] == made[0]                 # the environment keeps when it was made
 
 
 def test_vllm_json_export_lists_decisions_per_device(tmp_path):
@@ -165,3 +168,13 @@ def test_an_export_holding_an_inaccurate_row_imports(swept_db, tmp_path):
     import_jsonl(dst, f)
     with sqlite3.connect(dst) as c:
         assert c.execute("select count(*) from measurements where status = 'inaccurate'").fetchone()[0] == 1
+
+
+def test_tuner_import_says_when_it_made_a_new_database(swept_db, tmp_path):
+    """A mistyped --db is a new file: said once, on the import that made it."""
+    from tests.test_cli import tuner
+    f = tmp_path / "m.jsonl"
+    export_jsonl(swept_db[0], f)
+    first, again = (tuner("import", str(f), "--db", str(tmp_path / "typo.db")) for _ in range(2))
+    assert first.returncode == 0 and "typo.db (a new database: check --db" in first.stdout
+    assert again.returncode == 0 and "a new database" not in again.stdout

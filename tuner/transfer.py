@@ -17,7 +17,7 @@ from dispatcher.rules import DEFAULT_RULE, rule_pick
 from dispatcher.schema import MEASUREMENTS
 from dispatcher.table import problem_of, rank
 
-from .store import STATUSES, Store, balance_key, timings
+from .store import STATUSES, Store, balance_key, now, timings
 
 IMPORTED = {k: v for k, v in MEASUREMENTS.items() if k not in ("id", "env_id")}     # the store's own ids stay
 # the row's identity and the problem's fields that have no default
@@ -52,7 +52,7 @@ def export_jsonl(db, out: Path, device: str | None = None) -> int:
                 if device and env["device_name"] != device:
                     continue
                 row = {k: r[k] for k in r.keys() if k not in ("id", "env_id")}
-                item = {"environment": {k: env[k] for k in ENV_FIELDS + ("key",)}, "measurement": row}
+                item = {"environment": {k: env[k] for k in ENV_FIELDS + ("key", "created_at")}, "measurement": row}
                 f.write(json.dumps(item) + "\n")
                 n += 1
     finally:
@@ -187,8 +187,9 @@ def _environment(s: Store, env: dict) -> int:
     row = s.db.execute("select id from environments where key = ?", [env["key"]]).fetchone()
     if row:
         return row[0]
+    # a file exported before environments carried created_at: when it first came into this database
     return s.db["environments"].insert({**{k: env.get(k) for k in ENV_FIELDS}, "key": env["key"],
-                                         "created_at": env.get("created_at")}).last_pk
+                                         "created_at": env.get("created_at") or now()}).last_pk
 
 
 def _rewin(s: Store, env_id: int, keys: set) -> None:

@@ -46,11 +46,12 @@ def import_(path: Annotated[str, typer.Argument(help="a .jsonl file written by t
     if format != "jsonl":
         raise ValueError(f"--format {format!r} is not supported for import; use jsonl")
     from dispatcher.store import default_path
+    new_db = "" if default_path(db).exists() else " (a new database: check --db if you meant to merge into one)"
     r = import_jsonl(written_db(db, "tuner import"), Path(path), as_grid=as_grid)
     kept = f"; kept {r['kept_newer']} stored measurements newer than the file's" if r["kept_newer"] else ""
     if r["kept_measured"]:
         kept += f"; kept {r['kept_measured']} stored measurements where the file's pipeline was screened out"
-    out.print(f"merged {r['problems']} problems in {r['environments']} environment(s) into {default_path(db)}: "
+    out.print(f"merged {r['problems']} problems in {r['environments']} environment(s) into {default_path(db)}{new_db}: "
               f"{r['new']} new measurements, {r['replaced']} already there (the file's copy kept){kept}"
               f"{'; imported as grid points' if as_grid else ''}",
               soft_wrap=True)
