@@ -6,8 +6,8 @@
 #   bash benchmarks/score_added.sh h200 dtiles.db dband.db offgrid9.db mixed5.db offgrid10.db
 # On an H200: the sets the issues report on first (off-grid seed 9, mixed seed 5), then the decode tile and band
 # sets and off-grid seed 10, each time-boxed (h200_sets.sh returns what a cut step measured); the GPU tests ran
-# at d48ab12 on an H100 (results/h100-2026-12-08-gputests/). On another GPU: the GPU tests alone; none of the
-# sets is its own.
+# at d48ab12 on an H100 (results/h100-2026-12-08-gputests/). On another GPU: the vLLM forward GPU test alone
+# (its path label was mended after that run); none of the sets is its own.
 set -uo pipefail
 R=benchmarks/results
 SETS=("$R/decode-tiles/decode-tiles.jsonl" "$R/decode-tiles/decode-band.jsonl" "$R/offgrid/offgrid-seed9.jsonl"
@@ -19,6 +19,6 @@ echo "GPU: ${gpu:-none}"
 case "$gpu" in
   *H200*) bash benchmarks/h200_sets.sh "offgrid9:160:--problems,${SETS[2]}" "mixed5:90:--problems,${SETS[3]}" \
             "dtiles:55:--problems,${SETS[0]}" "dband:45:--problems,${SETS[1]}" "offgrid10:90:--problems,${SETS[4]}" ;;
-  ?*) TESTS=tests/gpu TESTS_S=220 bash benchmarks/h200_sets.sh ;;
+  ?*) TESTS=tests/gpu/test_vllm_forward_gpu.py TESTS_S=90 bash benchmarks/h200_sets.sh ;;
   *) echo "no GPU here: run it as a device call"; exit 2 ;;
 esac
