@@ -588,3 +588,30 @@ def test_settings_come_from_the_environment_and_bad_ones_name_the_variable():
     assert not plugin.Settings.from_env({"SWITCHYARD_FIXED_SPLIT": "0"}).fixed_split
     with pytest.raises(ValueError, match="SWITCHYARD_FIXED_SPLIT='maybe' is not a switch"):
         plugin.Settings.from_env({"SWITCHYARD_FIXED_SPLIT": "maybe"})
+
+
+def test_the_gpu_checks_label_the_decode_path_by_the_chosen_pipeline():
+    """tests/gpu/vllm_forward.py labels a step "fixed split" from the plugin's note. The note names the runner-up
+    too, so the one-long BF16 step (FlashInfer's own plan chosen, the split 2.3x slower) was labelled as the
+    split on an H100, and a first fix matched no note at all. Both steps' notes, as decode.decide writes them."""
+    import numpy as np
+
+    from dispatcher.balance import mean_of
+    from dispatcher.integrations.vllm import decode
+    from dispatcher.integrations.vllm.answers import Answers
+    from dispatcher.integrations.vllm.settings import Settings
+    from tests.gpu.vllm_forward import STEPS, labelled
+    answers = Answers(Settings(db=str(SHIPPED), device="NVIDIA H200"))
+    state = decode.DecodeState(None, point="decode group layers.0.attn", native="fa2-tc",
+                               fields=dict(phase="decode", num_qo_heads=40, num_kv_heads=8, head_dim=128, page_size=16,
+                                           q_dtype="bf16", kv_dtype="bf16", out_dtype="bf16"))
+    paths = {}
+    for name, lens in STEPS.items():
+        live = np.array(lens)
+        batch, longest, total = live.size, int(live.max()), int(live.sum())
+        balance = float(live.clip(max=total / batch).sum() / total)
+        choice, why = decode.decide(answers, state, batch, mean_of(total, batch, longest), longest, per_step=True,
+                                    balance=balance)
+        paths[name] = (choice.split, labelled("native", f"bs={batch}: {why}"))
+    assert paths == {"uniform 64 x 2048": (1024, "native, fixed split of 1024 KV pages"),
+                     "one long: 31 x 500 + 16000": (None, "native")}

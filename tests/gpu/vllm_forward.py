@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import torch
 
@@ -121,12 +122,17 @@ def one_side(v, seq_lens, kv_dtype, fp8_out, with_plugin, q, kv, width):
     us, how = time_us(fn)
     fn()
     torch.cuda.synchronize()
-    path = decode_path(v, step)
     why = plugin.reasons().get("decode group layers.0.attn step", "") if with_plugin else ""
-    # the note reads "bs=.. mean=.. longest=.. balance=..: PIPELINE (source: reason)"; the reason may name others
-    if path == "native" and why.split(": ", 1)[-1].startswith("fa2-tc[fixed_split_size=1024]"):
-        path = "native, fixed split of 1024 KV pages"
-    return result(), us, path, how
+    return result(), us, labelled(decode_path(v, step), why), how
+
+
+def labelled(path: str, note: str) -> str:
+    """The decode path, "native" told apart by the pipeline the plugin's step note names as chosen: the note
+    reads "bs=..: vLLM's native decode (fa2-tc): PIPELINE (source: reason)", and the reason names others."""
+    chosen = re.search(r"native decode \([^)]*\): (\S+)", note)
+    if path == "native" and chosen and chosen.group(1).startswith("fa2-tc[fixed_split_size=1024]"):
+        return "native, fixed split of 1024 KV pages"
+    return path
 
 
 def run_case(v, name, kv_dtype, out_dtype):
