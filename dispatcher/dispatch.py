@@ -243,13 +243,13 @@ class Dispatcher:
             if ranking is not None:
                 where = f"nearest measured shape {near.sizes()}{beyond_measured(table, p)}{lent(near, True)}"
                 return Compared(timed, ranking, "nearest", where, budget, pick, refused)
-        why = self._rule_reason(p, here, bool(mine), lent, budget, pick)
+        why = self._rule_reason(p, table, here, bool(mine), lent, budget, pick)
         if rule_notes:
             why += " (passed over: " + "; ".join(rule_notes) + ")"
         return dataclasses.replace(seen, source="rule", where=why)
 
-    def _rule_reason(self, p: AttentionProblem, here: list[Timing], mine: bool, lent: Any, budget: float,
-                     pick: Pipeline) -> str:
+    def _rule_reason(self, p: AttentionProblem, table: Table, here: list[Timing], mine: bool, lent: Any,
+                     budget: float, pick: Pipeline) -> str:
         """Why the rule decides: nothing accurate measured, no database, or none of this device's."""
         over = sorted(t.pipeline.id for t in here if t.relerr is not None and t.relerr > budget)
         if over:
@@ -260,7 +260,7 @@ class Dispatcher:
             return f"no database {self.db.name!r} (see --db / $SWITCHYARD_DB); rule {self.rule} picks {pick.id}"
         if self.rule_only:                            # `tuner decide --db none`
             return f"no database (--db none, rule_only): rule {self.rule} picks {pick.id}"
-        if not self.table and self.elsewhere:         # the likelier mistake: the host asked, another GPU's db
+        if not table and self.elsewhere:              # the likelier mistake: the host asked, another GPU's db
             return (f"{self.db.name if self.db else 'the database'} holds no measurements of {self.device.name} "
                     f"timed in {self.timing_mode} mode, only of {', '.join(self.elsewhere)} (name that device); "
                     f"rule {self.rule} picks {pick.id}")

@@ -214,6 +214,20 @@ def test_a_reload_decides_the_asked_problems_before_the_swap_not_on_the_next_cho
     assert dec.pipeline == fa2.id and dec.expected_us == 10.0 and d.table is d.decided.table
 
 
+def test_a_reload_gives_rule_reasons_of_the_new_table():
+    """A review: re-deciding in swap_table read the old table for the rule's reason, so a problem asked while the
+    db held only another GPU's rows kept "holds no measurements of NVIDIA H200 ... (name that device)" after the
+    H200's first rows came in."""
+    d = Dispatcher(Table(), H200)
+    d.elsewhere = ("NVIDIA H100 80GB HBM3",)
+    asked = small(**SCOUT, batch_size=8, kv_len=4096)
+    assert "holds no measurements of NVIDIA H200" in d.choose(asked).reason
+    other = small(num_qo_heads=32, num_kv_heads=8, head_dim=128, batch_size=8, kv_len=4096)
+    d.swap_table(fixture_table([(other, [(Pipeline("trtllm-xqa", "bf16", "bf16", "bf16",
+                                                   tactic=(("enable_pdl", False),)), 50.0)])]))
+    assert d.choose(asked).reason.startswith("no measurement of this shape family on NVIDIA H200")
+
+
 def test_a_reload_decides_first_the_cells_holding_most_problems(monkeypatch):
     """Within its time (REDECIDE_S; 0 here: one cell), the cell most problems were asked of goes first, not
     the latest asked; among equals the earliest asked, as a batch size captured at start-up."""
