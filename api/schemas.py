@@ -88,7 +88,7 @@ class ProblemQuery(ProblemIn):
 class ConsideredPublic(BaseModel):
     pipeline: str
     us: Optional[float] = Field(description="the time the decision ranked: measured at the problem's cell, "
-                                            "predicted at its sizes, or the nearest measured shape's")
+                                            "predicted at its cell, or the nearest measured shape's")
     relerr: Optional[float]
     note: str = Field(description="chosen, why it was passed over, or empty")
     rule_pick: bool = Field(description="the built-in rule's pick")

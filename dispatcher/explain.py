@@ -1,5 +1,5 @@
 """Why a decision, in full (Dispatcher.explain): every pipeline the problem could run with the time the
-decision ranked (measured at its cell, predicted at its sizes, or the nearest measured shape's), why
+decision ranked (measured at its cell, predicted at its cell, or the nearest measured shape's), why
 each one not chosen lost, and each kernel that cannot serve the problem at all. Off the hot path: for
 `tuner decide --explain`, GET /v1/decision?explain=true and a reader wondering why FA3 lost."""
 from __future__ import annotations

@@ -146,3 +146,14 @@ def test_rest_explains_only_when_asked(tmp_path):
     rows = explained["explain"]["considered"]
     assert rows[0]["pipeline"] == SPLIT.id and rows[0]["note"].startswith("left out:")
     assert explained["explain"]["ineligible"]["trtllm-gen"] == ["needs SM100, SM103; NVIDIA H200 is SM90"]
+
+
+def test_the_table_title_keeps_bracketed_names():
+    """Rich read "[backend=flash]" in the title as markup and dropped it."""
+    r = subprocess.run([sys.executable, "-m", "tuner", "decide", "--db", "none", "--device", "cpu", "--phase", "decode",
+                        "--num-qo-heads", "40", "--num-kv-heads", "8", "--batch-size", "32", "--kv-len", "16384",
+                        "--explain"], cwd=ROOT, capture_output=True, text=True,
+                       env={"COLUMNS": "250", "PATH": "/usr/bin"})
+    assert r.returncode == 0, r.stderr
+    assert "pipelines considered (rule: no database (--db none, rule_only): rule vllm-0.33 picks " \
+           "torch-sdpa[backend=flash])" in " ".join(r.stdout.split())       # the title wraps at the table's width

@@ -115,7 +115,7 @@ def decision_json(d: Dispatcher, prob: AttentionProblem, explain: bool) -> dict[
 
 
 def print_explanation(e: Explanation) -> None:
-    t = RichTable(title=f"pipelines considered ({e.decision.source}: {e.timings})", title_justify="left")
+    t = RichTable(title=escape(f"pipelines considered ({e.decision.source}: {e.timings})"), title_justify="left")
     for col in ("pipeline", "us", "vs chosen", "relerr", "note"):
         t.add_column(col, justify="right" if col in ("us", "vs chosen", "relerr") else "left")
     chosen = e.decision.expected_us
