@@ -36,7 +36,7 @@ def resolve_device(device: str | None, envs: list[dict[str, Any]]) -> DeviceInfo
         names = sorted({e["device_name"] for e in envs})
         twinned = [k for k, d in KNOWN.items() if k not in names and any(_twins(d, e) for e in envs)]
         hint = (f" ({known.name} could be asked about with a GPU of SM{known.sm} and {known.sm_count} SMs measured "
-                "here)" if known else f"; or, from its twin's measurements: {', '.join(twinned)}" if twinned else "")
+                "here)" if known else f"; or a GPU whose twin it holds: {', '.join(twinned)}" if twinned else "")
         raise ValueError(f"device {spec!r} is not in the database; it holds: "
                          f"{', '.join(names) if names else 'no environments yet (run tuner sweep)'}{hint}")
     cc = rows[-1]["compute_capability"]

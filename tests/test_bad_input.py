@@ -101,3 +101,15 @@ def test_a_reader_that_stops_early_gets_no_error(swept_db):
         p = subprocess.run([sys.executable, "-m", "tuner", "show", "--db", str(swept_db[0]), "--json"], stdout=closed,
                            stderr=subprocess.PIPE, text=True)
     assert p.returncode == 1 and p.stderr == ""
+
+
+def test_file_errors_read_as_what_to_do():
+    import errno
+
+    from tuner.cli.app import os_advice
+    assert os_advice(OSError(errno.EACCES, "Permission denied", "/srv/h.db")) == \
+        "/srv/h.db: not permitted for this user; name a path you can use"
+    assert os_advice(OSError(errno.ENOTDIR, "Not a directory", "/tmp/f/x")) == \
+        "/tmp/f/x: a part of the path is a file, not a folder"
+    assert os_advice(OSError(errno.ENOENT, "No such file", "/a", None, "/b/c")).startswith("/a -> /b/c: no such file")
+    assert os_advice(OSError(errno.EIO, "Input/output error", "/x")) == "/x: Input/output error"

@@ -186,6 +186,6 @@ def test_a_known_gpu_never_measured_can_be_asked_about_through_its_twin(tmp_path
     with pytest.raises(ValueError, match=r"'NVIDIA B200' is not in the database; it holds: NVIDIA H200 \(NVIDIA "
                                          r"B200 could be asked about with a GPU of SM100 and 148 SMs measured here\)"):
         load(db, "NVIDIA B200")
-    with pytest.raises(ValueError, match="'NVIDIA H100' is not in the database; it holds: NVIDIA H200; or, from its "
-                                         "twin's measurements: NVIDIA H100 80GB HBM3"):
+    with pytest.raises(ValueError, match="'NVIDIA H100' is not in the database; it holds: NVIDIA H200; or a GPU whose "
+                                         "twin it holds: NVIDIA H100 80GB HBM3"):
         load(db, "NVIDIA H100")

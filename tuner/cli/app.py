@@ -61,13 +61,14 @@ def friendly(fn: F) -> F:
 
 def os_advice(e: OSError) -> str:
     """A file error as the path, what is wrong with it and what to do (not a bare "[Errno 21]")."""
-    if e.filename is None:
+    if e.filename is None or e.strerror is None:
         return str(e)
     fix = {errno.EISDIR: "it is a folder; name a file", errno.ENOENT: "no such file or folder; check the path "
            "(a file written needs its folder to exist)", errno.EACCES: "not permitted for this user; name a path "
            "you can use", errno.ENOTDIR: "a part of the path is a file, not a folder",
            errno.ENOSPC: "the disk is full"}.get(e.errno or 0, e.strerror)
-    return f"{e.filename}: {fix}"
+    both = f"{e.filename} -> {e.filename2}" if e.filename2 is not None else f"{e.filename}"
+    return f"{both}: {fix}"
 
 
 def sqlite_advice(e: sqlite3.Error) -> str:
