@@ -198,8 +198,8 @@ class Dispatcher:
 
     def _compare(self, decided: Decided, p: AttentionProblem, asked: AttentionProblem | None = None,
                  refused: frozenset[str] = frozenset()) -> Compared:
-        """What the decision for cell `p` ranks: the cell's measurements, else the model's prediction at
-        its sizes, else the nearest measured shape's; with none of them, the rule's pick and why."""
+        """What the decision for cell `p` ranks: the cell's measurements, else the model's prediction there,
+        else the nearest measured shape's; with none of them, the rule's pick and why."""
         cands = [c for c in candidates(self.registry, p, self.device) if c.id not in refused]
         pick, rule_notes = rule_pick(self.rule, p, self.device, self.registry, cands)
         if pick is None:
@@ -212,7 +212,7 @@ class Dispatcher:
         lent = table.lent.note if table.lent else (lambda cell, measured: "")
         mine = table.own_timings(p)                 # this device's own cell in a lent family
         here = mine or table.timings(p)
-        seen = Compared(here, rank(here, budget, pick.id, allowed), "measured", "", budget, pick, refused)
+        seen = Compared(here, rank(here, budget, pick.id, allowed), "measured", "", budget, pick)
         if seen.ranking is not None:
             at = (table.lent.own_at if mine and table.lent else table.measured_at).get(p, p)
             # measured on another GPU is not measured here: `measured` stays a promise about this device
@@ -236,13 +236,13 @@ class Dispatcher:
                     where += f", scaled by the error at the {f'{n} nearest shapes' if n > 1 else 'nearest shape'} " \
                              "measured alone"
                 where += beyond_measured(table, p) + lent(p, False)
-                return Compared(predicted, ranking, "learned", where, budget, pick, refused)
+                return Compared(predicted, ranking, "learned", where, budget, pick)
         for near in model.neighbours(p):
             timed = table.timings(near)
             ranking = rank(timed, budget, pick.id, allowed)
             if ranking is not None:
                 where = f"nearest measured shape {near.sizes()}{beyond_measured(table, p)}{lent(near, True)}"
-                return Compared(timed, ranking, "nearest", where, budget, pick, refused)
+                return Compared(timed, ranking, "nearest", where, budget, pick)
         why = self._rule_reason(p, table, here, bool(mine), lent, budget, pick)
         if rule_notes:
             why += " (passed over: " + "; ".join(rule_notes) + ")"

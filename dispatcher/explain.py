@@ -22,7 +22,6 @@ class Compared:
     where: str
     budget: float                 # the relative-error budget
     rule_pick: Pipeline
-    refused: frozenset[str]       # pipelines the asked problem's plan cannot hold, left out of the ranking
 
 
 @dataclass(frozen=True, slots=True)

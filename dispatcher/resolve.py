@@ -67,5 +67,5 @@ def device_of(db: store.DbPath, device: str | None) -> DeviceInfo:
 
 def _twins(d: DeviceInfo, env: dict[str, Any]) -> bool:
     """Whether a recorded environment is of a GPU with d's compute capability and SM count."""
-    return env["compute_capability"] == f"{d.compute_capability[0]}.{d.compute_capability[1]}" and \
-        env["sm_count"] == d.sm_count if d.compute_capability else False
+    cc = d.compute_capability
+    return cc is not None and env["compute_capability"] == f"{cc[0]}.{cc[1]}" and env["sm_count"] == d.sm_count
