@@ -90,7 +90,7 @@ class Dispatcher:
     def _first_decision(self, decided: Decided, problem: AttentionProblem) -> Hit:
         hit = self._cell_decision(decided, problem)
         fastest = hit[0]
-        why = self.plan_refusals(fastest.kernel, fastest.tactic, problem)
+        why = self._refusals(fastest.kernel, fastest.tactic, problem)
         if why:                                     # this problem's plan would be refused
             dec, cell = self._without_refused(decided, problem, hit[1])
             # said for this problem (whether its lengths were given), not for the first one of its cell
@@ -116,14 +116,13 @@ class Dispatcher:
         """choose(problem)'s decision with what it ranked (dispatcher/explain.py), from one table: every
         pipeline the problem could run, its time and why it lost; each kernel that cannot serve it."""
         decided = self.decided
-        dec, cell = self._first_decision(decided, problem)
-        fastest = self._cell_decision(decided, problem)[0]
-        pipelines = candidates(self.registry, cell, self.device)
-        left_out = {c.id: why[0] for c in pipelines if (why := self.plan_refusals(c.kernel, c.tactic, problem))}
+        fastest, cell = self._cell_decision(decided, problem)
+        dec = self._first_decision(decided, problem)[0]
+        left_out = self._left_out(cell, problem)
         refused = frozenset(left_out) if fastest.pipeline in left_out else frozenset()   # as _first_decision
         compared = self._compare(decided, cell, problem, refused)
-        return explanation(dec, compared, pipelines, left_out, ineligible_kernels(self.registry, cell, self.device),
-                           self.rule)
+        return explanation(dec, compared, candidates(self.registry, cell, self.device), left_out,
+                           ineligible_kernels(self.registry, cell, self.device), self.rule)
 
     def take_misses(self) -> dict[AttentionProblem, tuple[str, int]]:
         """The counts since the last call, by cell with the source that answered them."""
@@ -168,16 +167,20 @@ class Dispatcher:
         self.decided = new
 
     # -- off the fast path: once per cell ----------------------------------------------
-    def plan_refusals(self, kernel: str, tactic: Any, problem: AttentionProblem) -> list[str]:
+    def _refusals(self, kernel: str, tactic: Any, problem: AttentionProblem) -> list[str]:
         """Why `problem` cannot plan `kernel` with `tactic` (registry.tactic_reasons); empty where it can."""
         spec = self.registry.get(kernel)
         return tactic_reasons(spec, dict(tactic), problem, self.device) if spec and tactic else []
 
+    def _left_out(self, cell: AttentionProblem, problem: AttentionProblem) -> dict[str, str]:
+        """The cell's pipelines whose tactic `problem` cannot plan, each with the first reason."""
+        return {c.id: why[0] for c in candidates(self.registry, cell, self.device)
+                if (why := self._refusals(c.kernel, c.tactic, problem))}
+
     def _without_refused(self, decided: Decided, problem: AttentionProblem, cell: AttentionProblem) -> Hit:
         """The cell's decision among the pipelines whose tactic `problem` can plan (registry.tactic_reasons),
         decided once per cell and set of refused pipelines."""
-        refused = frozenset(c.id for c in candidates(self.registry, cell, self.device)
-                            if self.plan_refusals(c.kernel, c.tactic, problem))
+        refused = frozenset(self._left_out(cell, problem))
         key = (problem.cell_key(), refused)
         hit = decided.refused.get(key)
         if hit is None:

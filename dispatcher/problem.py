@@ -86,8 +86,6 @@ def _flag(field: str, value: Any) -> bool:
 FIELDS: tuple[str, ...] = ()   # set below, once the dataclass exists
 
 
-
-
 @dataclass(frozen=True, kw_only=True, eq=False)
 class AttentionProblem:
     """One attention call as a serving engine issues it (per GPU, after tensor parallelism).
